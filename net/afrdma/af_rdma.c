@@ -1,0 +1,830 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * afrdma: stream sockets over RDMA RC queue pairs.
+ *
+ * This file registers the AF_RDMA family and IPPROTO_RDMA under AF_INET and
+ * AF_INET6, and implements the socket calls on top of cm.c (connection
+ * setup) and tx.c/rx.c (the data path).
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <asm/ioctls.h>
+#include <linux/capability.h>
+#include <linux/in.h>
+#include <linux/in6.h>
+#include <linux/module.h>
+#include <linux/net.h>
+#include <linux/poll.h>
+#include <linux/sockios.h>
+#include <linux/tcp.h>
+#include <net/inet_common.h>
+#include <net/ipv6.h>
+#include <net/protocol.h>
+#include <net/tcp_states.h>
+#include <net/transp_v6.h>
+#include <uapi/linux/afrdma.h>
+
+#include "afrdma.h"
+
+int afrdma_family = AFRDMA_FAMILY_DEFAULT;
+module_param_named(family, afrdma_family, int, 0444);
+MODULE_PARM_DESC(family, "address family number of AF_RDMA (default "
+		 __stringify(AFRDMA_FAMILY_DEFAULT) ")");
+
+int afrdma_ipproto = AFRDMA_IPPROTO_DEFAULT;
+module_param_named(ipproto, afrdma_ipproto, int, 0444);
+MODULE_PARM_DESC(ipproto, "IPPROTO_RDMA under AF_INET/AF_INET6, 257-261 (default "
+		 __stringify(AFRDMA_IPPROTO_DEFAULT) ")");
+
+#define AFRDMA_CLOSE_TIMEOUT	(10 * HZ)
+
+static struct proto afrdma_prot;
+#if IS_ENABLED(CONFIG_IPV6)
+static struct proto afrdma6_prot;
+#endif
+
+static void afrdma_sk_destruct(struct sock *sk)
+{
+	struct afrdma_sock *ars = afrdma_sk(sk);
+
+	if (ars->conn) {
+		WARN_ON_ONCE(!ars->conn->torn);
+		afrdma_conn_free(ars->conn);
+		ars->conn = NULL;
+	}
+	ars->base_destruct(sk);
+}
+
+static int afrdma_init_sock(struct sock *sk)
+{
+	struct afrdma_sock *ars = afrdma_sk(sk);
+
+	INIT_LIST_HEAD(&ars->accept_node);
+	INIT_LIST_HEAD(&ars->accept_q);
+	if (sk->sk_destruct != afrdma_sk_destruct)
+		ars->base_destruct = sk->sk_destruct ? : inet_sock_destruct;
+	sk->sk_destruct = afrdma_sk_destruct;
+	sk->sk_state = TCP_CLOSE;
+	return 0;
+}
+
+static int afrdma_hash(struct sock *sk)
+{
+	return 0;
+}
+
+static void afrdma_unhash(struct sock *sk)
+{
+}
+
+/* A connection accepted by @parent, before anyone has accepted it. */
+struct sock *afrdma_sk_clone(struct sock *parent)
+{
+	struct sock *sk;
+
+	sk = sk_alloc(sock_net(parent), parent->sk_family, GFP_KERNEL,
+		      parent->sk_prot, 0);
+	if (!sk)
+		return NULL;
+	sock_init_data(NULL, sk);
+	sk->sk_type = parent->sk_type;
+	sk->sk_protocol = parent->sk_protocol;
+	sk->sk_uid = parent->sk_uid;
+	sk->sk_sndbuf = parent->sk_sndbuf;
+	sk->sk_rcvbuf = parent->sk_rcvbuf;
+	sk->sk_rcvtimeo = parent->sk_rcvtimeo;
+	sk->sk_sndtimeo = parent->sk_sndtimeo;
+	sk->sk_destruct = afrdma_sk(parent)->base_destruct;
+	afrdma_init_sock(sk);
+#if IS_ENABLED(CONFIG_IPV6)
+	if (sk->sk_family == AF_INET6)
+		inet_sk(sk)->pinet6 = &((struct afrdma6_sock *)sk)->inet6;
+#endif
+	return sk;
+}
+
+/* Drops a connection that was never accepted.  Process context only. */
+void afrdma_sk_destroy_child(struct sock *sk)
+{
+	struct afrdma_sock *ars = afrdma_sk(sk);
+	struct rdma_cm_id *id;
+
+	lock_sock(sk);
+	id = ars->cm_id;
+	ars->cm_id = NULL;
+	if (id && sk->sk_state == TCP_ESTABLISHED)
+		rdma_disconnect(id);
+	if (ars->conn)
+		afrdma_conn_teardown(ars->conn);
+	sk->sk_state = TCP_CLOSE;
+	sock_set_flag(sk, SOCK_DEAD);
+	release_sock(sk);
+	if (id) {
+		rdma_destroy_id(id);
+		sock_put(sk);
+	}
+	sock_put(sk);
+}
+
+/*
+ * Checks a user sockaddr the way TCP does for @sk's family and copies it
+ * out, with v4-mapped IPv6 turned into IPv4 for rdma_cm.
+ */
+static int afrdma_get_addr(struct sock *sk, struct sockaddr *uaddr, int len,
+			   struct sockaddr_storage *out)
+{
+	bool any_family = sk->sk_family != AF_INET && sk->sk_family != AF_INET6;
+	const struct sockaddr_in6 *sin6;
+	struct sockaddr_in *sin;
+
+	if (len < (int)sizeof(sa_family_t))
+		return -EINVAL;
+	memset(out, 0, sizeof(*out));
+
+	switch (uaddr->sa_family) {
+	case AF_INET:
+		if (!any_family && sk->sk_family != AF_INET)
+			return -EAFNOSUPPORT;
+		if (len < (int)sizeof(struct sockaddr_in))
+			return -EINVAL;
+		memcpy(out, uaddr, sizeof(struct sockaddr_in));
+		return 0;
+	case AF_INET6:
+		if (!any_family && sk->sk_family != AF_INET6)
+			return -EAFNOSUPPORT;
+		if (len < SIN6_LEN_RFC2133)
+			return -EINVAL;
+		sin6 = (const struct sockaddr_in6 *)uaddr;
+		if (ipv6_addr_v4mapped(&sin6->sin6_addr)) {
+			if (sk->sk_ipv6only)
+				return -ENETUNREACH;
+			sin = (struct sockaddr_in *)out;
+			sin->sin_family = AF_INET;
+			sin->sin_port = sin6->sin6_port;
+			sin->sin_addr.s_addr = sin6->sin6_addr.s6_addr32[3];
+			return 0;
+		}
+		memcpy(out, uaddr, min_t(int, len, sizeof(struct sockaddr_in6)));
+		return 0;
+	default:
+		return any_family ? -EINVAL : -EAFNOSUPPORT;
+	}
+}
+
+static int afrdma_put_addr(struct sock *sk, struct sockaddr *uaddr,
+			   const struct sockaddr *src)
+{
+	const struct sockaddr_in *sin = (const struct sockaddr_in *)src;
+	struct sockaddr_in6 *out6 = (struct sockaddr_in6 *)uaddr;
+	int family = src ? src->sa_family : AF_UNSPEC;
+
+	if (sk->sk_family == AF_INET6) {
+		memset(out6, 0, sizeof(*out6));
+		out6->sin6_family = AF_INET6;
+		if (family == AF_INET6) {
+			memcpy(out6, src, sizeof(*out6));
+		} else if (family == AF_INET) {
+			out6->sin6_port = sin->sin_port;
+			ipv6_addr_set_v4mapped(sin->sin_addr.s_addr,
+					       &out6->sin6_addr);
+		}
+		return sizeof(*out6);
+	}
+	if (family == AF_INET6 && sk->sk_family != AF_INET) {
+		memcpy(out6, src, sizeof(*out6));
+		return sizeof(*out6);
+	}
+	memset(uaddr, 0, sizeof(struct sockaddr_in));
+	if (family == AF_INET)
+		memcpy(uaddr, src, sizeof(struct sockaddr_in));
+	uaddr->sa_family = AF_INET;
+	return sizeof(struct sockaddr_in);
+}
+
+static int afrdma_bind(struct socket *sock, struct sockaddr *uaddr, int len)
+{
+	struct sock *sk = sock->sk;
+	struct afrdma_sock *ars = afrdma_sk(sk);
+	struct sockaddr_storage addr;
+	int err;
+
+	err = afrdma_get_addr(sk, uaddr, len, &addr);
+	if (err)
+		return err;
+	if (ntohs(((struct sockaddr_in *)&addr)->sin_port) &&
+	    ntohs(((struct sockaddr_in *)&addr)->sin_port) < PROT_SOCK &&
+	    !ns_capable(sock_net(sk)->user_ns, CAP_NET_BIND_SERVICE))
+		return -EACCES;
+
+	lock_sock(sk);
+	err = -EINVAL;
+	if (sk->sk_state != TCP_CLOSE || sock->state != SS_UNCONNECTED ||
+	    ars->bound)
+		goto out;
+	if (!ars->cm_id) {
+		err = afrdma_cm_create_id(sk);
+		if (err)
+			goto out;
+	}
+	err = rdma_bind_addr(ars->cm_id, (struct sockaddr *)&addr);
+	if (err == -ENODEV)
+		err = -EADDRNOTAVAIL;
+	ars->bound = !err;
+out:
+	release_sock(sk);
+	return err;
+}
+
+static bool afrdma_connect_done(struct sock *sk)
+{
+	return READ_ONCE(sk->sk_state) != TCP_SYN_SENT;
+}
+
+static int afrdma_connect(struct socket *sock, struct sockaddr *uaddr,
+			  int len, int flags)
+{
+	struct sock *sk = sock->sk;
+	struct afrdma_sock *ars = afrdma_sk(sk);
+	struct sockaddr_storage addr;
+	long timeo;
+	int err;
+
+	err = afrdma_get_addr(sk, uaddr, len, &addr);
+	if (err)
+		return err;
+
+	lock_sock(sk);
+	switch (sock->state) {
+	case SS_CONNECTED:
+		err = -EISCONN;
+		goto out;
+	case SS_CONNECTING:
+		err = -EALREADY;
+		break;
+	case SS_UNCONNECTED:
+		err = -EISCONN;
+		if (sk->sk_state != TCP_CLOSE || ars->conn)
+			goto out;
+		if (!ars->cm_id) {
+			err = afrdma_cm_create_id(sk);
+			if (err)
+				goto out;
+		}
+		WRITE_ONCE(sk->sk_err, 0);
+		err = rdma_resolve_addr(ars->cm_id, NULL,
+					(struct sockaddr *)&addr,
+					AFRDMA_RESOLVE_MS);
+		if (err) {
+			if (err == -ENODEV || err == -EADDRNOTAVAIL)
+				err = -EHOSTUNREACH;
+			goto out;
+		}
+		sk->sk_state = TCP_SYN_SENT;
+		sock->state = SS_CONNECTING;
+		err = -EINPROGRESS;
+		break;
+	default:
+		err = -EINVAL;
+		goto out;
+	}
+
+	timeo = sock_sndtimeo(sk, flags & O_NONBLOCK);
+	while (sk->sk_state == TCP_SYN_SENT) {
+		DEFINE_WAIT_FUNC(wait, woken_wake_function);
+
+		if (!timeo)
+			goto out;	/* -EINPROGRESS or -EALREADY */
+		if (signal_pending(current)) {
+			err = sock_intr_errno(timeo);
+			goto out;
+		}
+		add_wait_queue(sk_sleep(sk), &wait);
+		sk_wait_event(sk, &timeo, afrdma_connect_done(sk), &wait);
+		remove_wait_queue(sk_sleep(sk), &wait);
+	}
+
+	if (sk->sk_state != TCP_ESTABLISHED) {
+		err = sock_error(sk) ? : -ECONNREFUSED;
+		sock->state = SS_UNCONNECTED;
+		goto out;
+	}
+	sock->state = SS_CONNECTED;
+	err = 0;
+out:
+	release_sock(sk);
+	return err;
+}
+
+static int afrdma_listen(struct socket *sock, int backlog)
+{
+	struct sock *sk = sock->sk;
+	struct afrdma_sock *ars = afrdma_sk(sk);
+	int err = -EINVAL;
+
+	lock_sock(sk);
+	if (sock->state != SS_UNCONNECTED)
+		goto out;
+	if (sk->sk_state == TCP_LISTEN) {
+		WRITE_ONCE(sk->sk_max_ack_backlog, backlog);
+		err = 0;
+		goto out;
+	}
+	if (sk->sk_state != TCP_CLOSE || ars->conn)
+		goto out;
+	if (!ars->cm_id) {
+		err = afrdma_cm_create_id(sk);
+		if (err)
+			goto out;
+	}
+	err = rdma_listen(ars->cm_id, backlog);
+	if (err)
+		goto out;
+	WRITE_ONCE(sk->sk_max_ack_backlog, backlog);
+	sk->sk_state = TCP_LISTEN;
+out:
+	release_sock(sk);
+	return err;
+}
+
+static bool afrdma_accept_ready(struct sock *sk)
+{
+	return !list_empty(&afrdma_sk(sk)->accept_q) ||
+	       READ_ONCE(sk->sk_state) != TCP_LISTEN || READ_ONCE(sk->sk_err);
+}
+
+static int afrdma_accept(AFRDMA_ACCEPT_PARAMS)
+{
+	struct sock *sk = sock->sk;
+	struct afrdma_sock *ars = afrdma_sk(sk);
+	struct afrdma_sock *child;
+	struct sock *newsk;
+	long timeo;
+	int err = 0;
+
+	lock_sock(sk);
+	timeo = sock_rcvtimeo(sk, AFRDMA_ACCEPT_FLAGS & O_NONBLOCK);
+	while (list_empty(&ars->accept_q)) {
+		DEFINE_WAIT_FUNC(wait, woken_wake_function);
+
+		if (sk->sk_state != TCP_LISTEN) {
+			err = -EINVAL;
+			goto out;
+		}
+		err = sock_error(sk);
+		if (err)
+			goto out;
+		if (!timeo) {
+			err = -EAGAIN;
+			goto out;
+		}
+		if (signal_pending(current)) {
+			err = sock_intr_errno(timeo);
+			goto out;
+		}
+		add_wait_queue(sk_sleep(sk), &wait);
+		sk_wait_event(sk, &timeo, afrdma_accept_ready(sk), &wait);
+		remove_wait_queue(sk_sleep(sk), &wait);
+	}
+	child = list_first_entry(&ars->accept_q, struct afrdma_sock,
+				 accept_node);
+	list_del_init(&child->accept_node);
+	ars->accept_len--;
+	release_sock(sk);
+
+	newsk = &child->inet.sk;
+	lock_sock(newsk);
+	sock_graft(newsk, newsock);
+	newsock->state = SS_CONNECTED;
+	release_sock(newsk);
+	return 0;
+out:
+	release_sock(sk);
+	return err;
+}
+
+static int afrdma_getname(struct socket *sock, struct sockaddr *uaddr,
+			  int peer)
+{
+	struct sock *sk = sock->sk;
+	struct afrdma_sock *ars = afrdma_sk(sk);
+	const struct sockaddr *src = NULL;
+	int len;
+
+	lock_sock(sk);
+	if (peer) {
+		if (!ars->cm_id || sk->sk_state != TCP_ESTABLISHED) {
+			release_sock(sk);
+			return -ENOTCONN;
+		}
+		src = (struct sockaddr *)&ars->cm_id->route.addr.dst_addr;
+	} else if (ars->cm_id) {
+		src = (struct sockaddr *)&ars->cm_id->route.addr.src_addr;
+	}
+	len = afrdma_put_addr(sk, uaddr, src);
+	release_sock(sk);
+	return len;
+}
+
+static __poll_t afrdma_poll(struct file *file, struct socket *sock,
+			    poll_table *wait)
+{
+	struct sock *sk = sock->sk;
+	struct afrdma_sock *ars = afrdma_sk(sk);
+	struct afrdma_conn *conn;
+	__poll_t mask = 0;
+
+	sock_poll_wait(file, sock, wait);
+
+	lock_sock(sk);
+	conn = ars->conn;
+	if (sk->sk_err)
+		mask |= EPOLLERR;
+	if (sk->sk_state == TCP_LISTEN) {
+		if (!list_empty(&ars->accept_q))
+			mask |= EPOLLIN | EPOLLRDNORM;
+		goto out;
+	}
+	if (sk->sk_shutdown == SHUTDOWN_MASK || sk->sk_state == TCP_CLOSE)
+		mask |= EPOLLHUP;
+	if ((sk->sk_shutdown & RCV_SHUTDOWN) || (conn && conn->fin_rcvd))
+		mask |= EPOLLIN | EPOLLRDNORM | EPOLLRDHUP;
+	if (sk->sk_state == TCP_SYN_SENT || sk->sk_state == TCP_SYN_RECV)
+		goto out;
+	if (conn && READ_ONCE(conn->rx_bytes))
+		mask |= EPOLLIN | EPOLLRDNORM;
+	if (sk->sk_shutdown & SEND_SHUTDOWN || !conn || afrdma_tx_writable(conn))
+		mask |= EPOLLOUT | EPOLLWRNORM;
+out:
+	release_sock(sk);
+	return mask;
+}
+
+static int afrdma_ioctl(struct socket *sock, unsigned int cmd,
+			unsigned long arg)
+{
+	struct sock *sk = sock->sk;
+	struct afrdma_conn *conn;
+	int answ;
+
+	switch (cmd) {
+	case SIOCINQ:
+		lock_sock(sk);
+		conn = afrdma_sk(sk)->conn;
+		if (sk->sk_state == TCP_LISTEN) {
+			release_sock(sk);
+			return -EINVAL;
+		}
+		answ = conn ? READ_ONCE(conn->rx_bytes) : 0;
+		release_sock(sk);
+		return put_user(answ, (int __user *)arg);
+	default:
+		return -ENOIOCTLCMD;
+	}
+}
+
+static int afrdma_shutdown(struct socket *sock, int how)
+{
+	struct sock *sk = sock->sk;
+	struct afrdma_conn *conn;
+	int err = 0;
+
+	how++;	/* SHUT_RD..SHUT_RDWR to RCV_SHUTDOWN..SHUTDOWN_MASK */
+	if ((how & ~SHUTDOWN_MASK) || !how)
+		return -EINVAL;
+
+	lock_sock(sk);
+	conn = afrdma_sk(sk)->conn;
+	if (sk->sk_state != TCP_ESTABLISHED && sk->sk_state != TCP_LISTEN) {
+		err = -ENOTCONN;
+		goto out;
+	}
+	sk->sk_shutdown |= how;
+	if ((how & SEND_SHUTDOWN) && conn) {
+		spin_lock_bh(&conn->lock);
+		if (!conn->fin_sent)
+			conn->fin_pending = true;
+		spin_unlock_bh(&conn->lock);
+		afrdma_tx_fin(conn);
+	}
+	sk->sk_state_change(sk);
+out:
+	release_sock(sk);
+	return err;
+}
+
+static bool afrdma_close_done(struct sock *sk, struct afrdma_conn *conn)
+{
+	return READ_ONCE(conn->dead) ||
+	       (READ_ONCE(conn->fin_sent) && afrdma_tx_idle(conn));
+}
+
+/* Sends FIN after the queued data and waits, bounded, for all of it. */
+static void afrdma_close_graceful(struct sock *sk, struct afrdma_conn *conn)
+{
+	long timeo = sock_flag(sk, SOCK_LINGER) ? sk->sk_lingertime :
+						  AFRDMA_CLOSE_TIMEOUT;
+
+	spin_lock_bh(&conn->lock);
+	if (!conn->fin_sent)
+		conn->fin_pending = true;
+	spin_unlock_bh(&conn->lock);
+	afrdma_tx_fin(conn);
+
+	while (!afrdma_close_done(sk, conn) && timeo) {
+		DEFINE_WAIT_FUNC(wait, woken_wake_function);
+
+		add_wait_queue(sk_sleep(sk), &wait);
+		sk_wait_event(sk, &timeo, afrdma_close_done(sk, conn), &wait);
+		remove_wait_queue(sk_sleep(sk), &wait);
+		if (signal_pending(current))
+			break;
+	}
+}
+
+static int afrdma_release(struct socket *sock)
+{
+	struct sock *sk = sock->sk;
+	struct afrdma_sock *ars;
+	struct afrdma_conn *conn;
+	struct rdma_cm_id *id;
+	LIST_HEAD(children);
+
+	if (!sk)
+		return 0;
+	ars = afrdma_sk(sk);
+
+	lock_sock(sk);
+	conn = ars->conn;
+	if (sk->sk_state == TCP_LISTEN) {
+		list_splice_init(&ars->accept_q, &children);
+		ars->accept_len = 0;
+	} else if (sk->sk_state == TCP_ESTABLISHED && conn && !conn->dead) {
+		/* Unread data makes close a reset, as in TCP. */
+		if (!READ_ONCE(conn->rx_bytes))
+			afrdma_close_graceful(sk, conn);
+		if (ars->cm_id)
+			rdma_disconnect(ars->cm_id);
+	}
+	id = ars->cm_id;
+	ars->cm_id = NULL;
+	if (conn)
+		afrdma_conn_teardown(conn);
+	sk->sk_state = TCP_CLOSE;
+	sk->sk_shutdown = SHUTDOWN_MASK;
+	sock_orphan(sk);
+	release_sock(sk);
+
+	while (!list_empty(&children)) {
+		struct afrdma_sock *child =
+			list_first_entry(&children, struct afrdma_sock,
+					 accept_node);
+
+		list_del_init(&child->accept_node);
+		afrdma_sk_destroy_child(&child->inet.sk);
+	}
+	if (id) {
+		rdma_destroy_id(id);
+		sock_put(sk);
+	}
+	sock->sk = NULL;
+	sock_put(sk);
+	return 0;
+}
+
+static int afrdma_setsockopt(struct socket *sock, int level, int optname,
+			     sockptr_t optval, unsigned int optlen)
+{
+	int val;
+
+	if (level != SOL_TCP)
+		return -ENOPROTOOPT;
+	if (optlen < sizeof(int))
+		return -EINVAL;
+	if (copy_from_sockptr(&val, optval, sizeof(val)))
+		return -EFAULT;
+
+	switch (optname) {
+	case TCP_NODELAY:
+		/* Every send is pushed at once: nothing to disable yet. */
+		return 0;
+	default:
+		return -ENOPROTOOPT;
+	}
+}
+
+static int afrdma_getsockopt(struct socket *sock, int level, int optname,
+			     char __user *optval, int __user *optlen)
+{
+	int len, val;
+
+	if (level != SOL_TCP)
+		return -ENOPROTOOPT;
+	if (get_user(len, optlen))
+		return -EFAULT;
+	if (len < 0)
+		return -EINVAL;
+
+	switch (optname) {
+	case TCP_NODELAY:
+		val = 1;
+		break;
+	default:
+		return -ENOPROTOOPT;
+	}
+	len = min_t(unsigned int, len, sizeof(int));
+	if (put_user(len, optlen) || copy_to_user(optval, &val, len))
+		return -EFAULT;
+	return 0;
+}
+
+#define AFRDMA_PROTO_OPS(fam)				\
+	.family		= fam,				\
+	.owner		= THIS_MODULE,			\
+	.release	= afrdma_release,		\
+	.bind		= afrdma_bind,			\
+	.connect	= afrdma_connect,		\
+	.socketpair	= sock_no_socketpair,		\
+	.accept		= afrdma_accept,		\
+	.getname	= afrdma_getname,		\
+	.poll		= afrdma_poll,			\
+	.ioctl		= afrdma_ioctl,			\
+	.listen		= afrdma_listen,		\
+	.shutdown	= afrdma_shutdown,		\
+	.setsockopt	= afrdma_setsockopt,		\
+	.getsockopt	= afrdma_getsockopt,		\
+	.sendmsg	= afrdma_sendmsg,		\
+	.recvmsg	= afrdma_recvmsg,		\
+	.mmap		= sock_no_mmap
+
+/* Not const: the family number is a module parameter. */
+static struct proto_ops afrdma_family_ops = {
+	AFRDMA_PROTO_OPS(AFRDMA_FAMILY_DEFAULT),
+};
+
+static const struct proto_ops afrdma_inet_ops = {
+	AFRDMA_PROTO_OPS(PF_INET),
+};
+
+static struct proto afrdma_prot = {
+	.name		= "AFRDMA",
+	.owner		= THIS_MODULE,
+	.init		= afrdma_init_sock,
+	.hash		= afrdma_hash,
+	.unhash		= afrdma_unhash,
+	.obj_size	= sizeof(struct afrdma_sock),
+};
+
+static struct inet_protosw afrdma_inet_protosw = {
+	.type		= SOCK_STREAM,
+	.prot		= &afrdma_prot,
+	.ops		= &afrdma_inet_ops,
+};
+
+#if IS_ENABLED(CONFIG_IPV6)
+static const struct proto_ops afrdma_inet6_ops = {
+	AFRDMA_PROTO_OPS(PF_INET6),
+};
+
+static struct proto afrdma6_prot = {
+	.name		= "AFRDMA6",
+	.owner		= THIS_MODULE,
+	.init		= afrdma_init_sock,
+	.hash		= afrdma_hash,
+	.unhash		= afrdma_unhash,
+	.obj_size	= sizeof(struct afrdma6_sock),
+#ifdef AFRDMA_HAVE_PROTO_IPV6_PINFO_OFFSET
+	.ipv6_pinfo_offset = offsetof(struct afrdma6_sock, inet6),
+#endif
+};
+
+static struct inet_protosw afrdma_inet6_protosw = {
+	.type		= SOCK_STREAM,
+	.prot		= &afrdma6_prot,
+	.ops		= &afrdma_inet6_ops,
+};
+#endif
+
+static int afrdma_create(struct net *net, struct socket *sock, int protocol,
+			 int kern)
+{
+	struct sock *sk;
+
+	if (sock->type != SOCK_STREAM)
+		return -ESOCKTNOSUPPORT;
+	if (protocol && protocol != afrdma_ipproto)
+		return -EPROTONOSUPPORT;
+
+	sk = sk_alloc(net, afrdma_family, GFP_KERNEL, &afrdma_prot, kern);
+	if (!sk)
+		return -ENOMEM;
+	sock->state = SS_UNCONNECTED;
+	sock->ops = &afrdma_family_ops;
+	sock_init_data(sock, sk);
+	sk->sk_protocol = afrdma_ipproto;
+	afrdma_init_sock(sk);
+	return 0;
+}
+
+static struct net_proto_family afrdma_net_family = {
+	.family	= AFRDMA_FAMILY_DEFAULT,
+	.create	= afrdma_create,
+	.owner	= THIS_MODULE,
+};
+
+static int __init afrdma_check_params(void)
+{
+	if (afrdma_family <= 0 || afrdma_family >= AF_MAX ||
+	    afrdma_family == AF_INET || afrdma_family == AF_INET6 ||
+	    afrdma_family == AF_IB) {
+		pr_err("family=%d is not usable: pick an unused number below %d, not AF_IB (%d)\n",
+		       afrdma_family, AF_MAX, AF_IB);
+		return -EINVAL;
+	}
+	if (afrdma_ipproto < AFRDMA_IPPROTO_MIN ||
+	    afrdma_ipproto > AFRDMA_IPPROTO_MAX) {
+		pr_err("ipproto=%d is out of range %d-%d\n", afrdma_ipproto,
+		       AFRDMA_IPPROTO_MIN, AFRDMA_IPPROTO_MAX);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static int __init afrdma_init(void)
+{
+	int err;
+
+	err = afrdma_check_params();
+	if (err)
+		return err;
+	afrdma_family_ops.family = afrdma_family;
+	afrdma_net_family.family = afrdma_family;
+	afrdma_inet_protosw.protocol = afrdma_ipproto;
+
+	err = proto_register(&afrdma_prot, 1);
+	if (err)
+		return err;
+#if IS_ENABLED(CONFIG_IPV6)
+	err = proto_register(&afrdma6_prot, 1);
+	if (err)
+		goto out_prot;
+#endif
+	err = afrdma_device_init();
+	if (err)
+		goto out_prot6;
+
+	err = sock_register(&afrdma_net_family);
+	if (err) {
+		pr_err("address family %d is already registered (%d); load with family=N to pick another\n",
+		       afrdma_family, err);
+		goto out_device;
+	}
+
+	inet_register_protosw(&afrdma_inet_protosw);
+#if IS_ENABLED(CONFIG_IPV6)
+	afrdma_inet6_protosw.protocol = afrdma_ipproto;
+	err = inet6_register_protosw(&afrdma_inet6_protosw);
+	if (err)
+		goto out_inet;
+#endif
+	pr_info("AF_RDMA is family %d, IPPROTO_RDMA is %d\n", afrdma_family,
+		afrdma_ipproto);
+	return 0;
+
+#if IS_ENABLED(CONFIG_IPV6)
+out_inet:
+	inet_unregister_protosw(&afrdma_inet_protosw);
+	sock_unregister(afrdma_family);
+#endif
+out_device:
+	afrdma_device_exit();
+out_prot6:
+#if IS_ENABLED(CONFIG_IPV6)
+	proto_unregister(&afrdma6_prot);
+out_prot:
+#endif
+	proto_unregister(&afrdma_prot);
+	return err;
+}
+
+static void __exit afrdma_exit(void)
+{
+#if IS_ENABLED(CONFIG_IPV6)
+	inet6_unregister_protosw(&afrdma_inet6_protosw);
+#endif
+	inet_unregister_protosw(&afrdma_inet_protosw);
+	sock_unregister(afrdma_family);
+	afrdma_device_exit();
+#if IS_ENABLED(CONFIG_IPV6)
+	proto_unregister(&afrdma6_prot);
+#endif
+	proto_unregister(&afrdma_prot);
+}
+
+module_init(afrdma_init);
+module_exit(afrdma_exit);
+
+MODULE_DESCRIPTION("AF_RDMA: stream sockets over RDMA verbs");
+MODULE_LICENSE("GPL");
+MODULE_ALIAS_NETPROTO(AFRDMA_FAMILY_DEFAULT);
+MODULE_ALIAS_NET_PF_PROTO_TYPE(PF_INET, AFRDMA_IPPROTO_DEFAULT, SOCK_STREAM);
+MODULE_ALIAS_NET_PF_PROTO_TYPE(PF_INET6, AFRDMA_IPPROTO_DEFAULT, SOCK_STREAM);

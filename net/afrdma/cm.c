@@ -1,0 +1,316 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * afrdma connection management: the rdma_cm event state machine for
+ * connecting sockets, listeners and the connections they accept.
+ *
+ * Every cm id holds a reference on its socket.  The handler runs in process
+ * context and takes the socket lock; a socket whose cm_id no longer matches
+ * the event's id has let go of it and ignores the event.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <net/tcp_states.h>
+
+#include "afrdma.h"
+
+int afrdma_cm_create_id(struct sock *sk)
+{
+	struct afrdma_sock *ars = afrdma_sk(sk);
+	struct rdma_cm_id *id;
+
+	id = rdma_create_id(sock_net(sk), afrdma_cm_handler, sk, RDMA_PS_TCP,
+			    IB_QPT_RC);
+	if (IS_ERR(id))
+		return PTR_ERR(id);
+	if (sk->sk_reuse)
+		rdma_set_reuseaddr(id, 1);
+	if (sk->sk_family == AF_INET6 && sk->sk_ipv6only)
+		rdma_set_afonly(id, 1);
+	sock_hold(sk);
+	ars->cm_id = id;
+	return 0;
+}
+
+static void afrdma_cm_conn_param(struct rdma_conn_param *param,
+				 struct afrdma_cm_priv *priv,
+				 const struct afrdma_conn *conn)
+{
+	struct afrdma_cm_params own;
+
+	afrdma_conn_params(conn, &own);
+	afrdma_build_cm_priv(priv, &own);
+	memset(param, 0, sizeof(*param));
+	param->private_data = priv;
+	param->private_data_len = sizeof(*priv);
+	param->flow_control = 1;
+	param->retry_count = 7;
+	param->rnr_retry_count = 7;
+}
+
+/* The connection attempt is over; the cm id stays until close. */
+static void afrdma_cm_fail(struct sock *sk, int err)
+{
+	struct afrdma_sock *ars = afrdma_sk(sk);
+
+	if (ars->conn)
+		afrdma_conn_teardown(ars->conn);
+	WRITE_ONCE(sk->sk_err, err);
+	sk->sk_state = TCP_CLOSE;
+	sk_error_report(sk);
+}
+
+static void afrdma_cm_route_resolved(struct sock *sk, struct rdma_cm_id *id)
+{
+	struct afrdma_sock *ars = afrdma_sk(sk);
+	struct rdma_conn_param param;
+	struct afrdma_cm_priv priv;
+	struct afrdma_conn *conn;
+	int err;
+
+	conn = afrdma_conn_create(sk, id);
+	if (IS_ERR(conn)) {
+		err = PTR_ERR(conn);
+		afrdma_cm_fail(sk, err == -ENODEV ? EHOSTUNREACH : -err);
+		return;
+	}
+	ars->conn = conn;
+	afrdma_cm_conn_param(&param, &priv, conn);
+	err = rdma_connect_locked(id, &param);
+	if (err)
+		afrdma_cm_fail(sk, -err);
+}
+
+static void afrdma_cm_established(struct sock *sk, struct rdma_cm_event *ev)
+{
+	struct afrdma_sock *ars = afrdma_sk(sk);
+	struct afrdma_cm_params peer;
+
+	if (!ars->conn ||
+	    afrdma_parse_cm_priv(ev->param.conn.private_data,
+				 ev->param.conn.private_data_len, &peer)) {
+		rdma_disconnect(ars->cm_id);
+		afrdma_cm_fail(sk, ECONNREFUSED);
+		return;
+	}
+	afrdma_conn_start(ars->conn, &peer);
+	sk->sk_state = TCP_ESTABLISHED;
+	sk->sk_state_change(sk);
+}
+
+/*
+ * The peer is gone.  Drain first, so that a FIN that raced the disconnect
+ * is seen: only a disconnect without FIN is a reset.  Unread data stays
+ * readable.
+ */
+static void afrdma_cm_disconnected(struct sock *sk)
+{
+	struct afrdma_sock *ars = afrdma_sk(sk);
+	struct afrdma_conn *conn = ars->conn;
+
+	rdma_disconnect(ars->cm_id);
+	if (conn && !conn->torn && conn->qp) {
+		ib_drain_qp(conn->qp);
+		spin_lock_bh(&conn->lock);
+		conn->dead = true;
+		spin_unlock_bh(&conn->lock);
+		if (!conn->fin_rcvd)
+			WRITE_ONCE(sk->sk_err, ECONNRESET);
+	}
+	sk->sk_shutdown |= SEND_SHUTDOWN;
+	sk->sk_state = TCP_CLOSE;
+	sk_error_report(sk);
+}
+
+/* The device is going: release everything and let rdma_cm destroy the id. */
+static int afrdma_cm_device_removal(struct sock *sk)
+{
+	struct afrdma_sock *ars = afrdma_sk(sk);
+
+	afrdma_cm_fail(sk, ECONNRESET);
+	ars->cm_id = NULL;
+	return 1;
+}
+
+static int afrdma_cm_event(struct sock *sk, struct rdma_cm_id *id,
+			   struct rdma_cm_event *ev)
+{
+	int err;
+
+	switch (ev->event) {
+	case RDMA_CM_EVENT_ADDR_RESOLVED:
+		err = rdma_resolve_route(id, AFRDMA_RESOLVE_MS);
+		if (err)
+			afrdma_cm_fail(sk, EHOSTUNREACH);
+		break;
+	case RDMA_CM_EVENT_ROUTE_RESOLVED:
+		afrdma_cm_route_resolved(sk, id);
+		break;
+	case RDMA_CM_EVENT_ADDR_ERROR:
+		afrdma_cm_fail(sk, EHOSTUNREACH);
+		break;
+	case RDMA_CM_EVENT_ROUTE_ERROR:
+		afrdma_cm_fail(sk, ENETUNREACH);
+		break;
+	case RDMA_CM_EVENT_UNREACHABLE:
+		afrdma_cm_fail(sk, ev->status == -ETIMEDOUT ? ETIMEDOUT :
+							      EHOSTUNREACH);
+		break;
+	case RDMA_CM_EVENT_REJECTED:
+	case RDMA_CM_EVENT_CONNECT_ERROR:
+		if (sk->sk_state == TCP_SYN_SENT)
+			afrdma_cm_fail(sk, ECONNREFUSED);
+		break;
+	case RDMA_CM_EVENT_ESTABLISHED:
+		if (sk->sk_state == TCP_SYN_SENT)
+			afrdma_cm_established(sk, ev);
+		break;
+	case RDMA_CM_EVENT_DISCONNECTED:
+		if (sk->sk_state == TCP_ESTABLISHED)
+			afrdma_cm_disconnected(sk);
+		break;
+	case RDMA_CM_EVENT_DEVICE_REMOVAL:
+		return afrdma_cm_device_removal(sk);
+	case RDMA_CM_EVENT_ADDR_CHANGE:
+		/* The route moved off this device: like a reset. */
+		if (sk->sk_state == TCP_ESTABLISHED)
+			afrdma_cm_disconnected(sk);
+		break;
+	default:
+		/* TIMEWAIT_EXIT and events for other id kinds need nothing. */
+		break;
+	}
+	return 0;
+}
+
+/* An accepted connection before it is established: @sk is the child. */
+static int afrdma_cm_child_event(struct sock *sk, struct rdma_cm_event *ev)
+{
+	struct afrdma_sock *ars = afrdma_sk(sk);
+	struct sock *parent = ars->parent;
+	struct afrdma_sock *pars = afrdma_sk(parent);
+	bool queued = false;
+
+	switch (ev->event) {
+	case RDMA_CM_EVENT_ESTABLISHED:
+	case RDMA_CM_EVENT_REJECTED:
+	case RDMA_CM_EVENT_CONNECT_ERROR:
+	case RDMA_CM_EVENT_UNREACHABLE:
+	case RDMA_CM_EVENT_DISCONNECTED:
+	case RDMA_CM_EVENT_DEVICE_REMOVAL:
+	case RDMA_CM_EVENT_ADDR_CHANGE:
+		break;
+	default:
+		return 0;
+	}
+
+	lock_sock_nested(parent, SINGLE_DEPTH_NESTING);
+	pars->pending_len--;
+	if (ev->event == RDMA_CM_EVENT_ESTABLISHED &&
+	    parent->sk_state == TCP_LISTEN) {
+		sk->sk_state = TCP_ESTABLISHED;
+		list_add_tail(&ars->accept_node, &pars->accept_q);
+		pars->accept_len++;
+		queued = true;
+		parent->sk_data_ready(parent);
+	}
+	release_sock(parent);
+	ars->parent = NULL;
+	sock_put(parent);
+	if (queued)
+		return 0;
+
+	/* Nobody will accept it: drop it, and let rdma_cm destroy the id. */
+	if (ars->conn)
+		afrdma_conn_teardown(ars->conn);
+	ars->cm_id = NULL;
+	sk->sk_state = TCP_CLOSE;
+	sock_set_flag(sk, SOCK_DEAD);
+	return 2;
+}
+
+static int afrdma_cm_request(struct sock *lsk, struct rdma_cm_id *id,
+			     struct rdma_cm_event *ev)
+{
+	struct afrdma_sock *lars = afrdma_sk(lsk);
+	struct rdma_conn_param param;
+	struct afrdma_cm_params peer;
+	struct afrdma_cm_priv priv;
+	struct afrdma_conn *conn;
+	struct afrdma_sock *ars;
+	struct sock *sk;
+	int err;
+
+	lock_sock(lsk);
+	if (lsk->sk_state != TCP_LISTEN ||
+	    lars->accept_len + lars->pending_len >=
+			max_t(u32, READ_ONCE(lsk->sk_max_ack_backlog), 1) ||
+	    afrdma_parse_cm_priv(ev->param.conn.private_data,
+				 ev->param.conn.private_data_len, &peer))
+		goto reject;
+
+	sk = afrdma_sk_clone(lsk);
+	if (!sk)
+		goto reject;
+	ars = afrdma_sk(sk);
+	sk->sk_state = TCP_SYN_RECV;
+	conn = afrdma_conn_create(sk, id);
+	if (IS_ERR(conn))
+		goto drop;
+	ars->conn = conn;
+	afrdma_conn_start(conn, &peer);
+
+	afrdma_cm_conn_param(&param, &priv, conn);
+	err = rdma_accept(id, &param);
+	if (err) {
+		afrdma_conn_teardown(conn);
+		goto drop;
+	}
+
+	/* From here on the child's own events drive it. */
+	id->context = sk;
+	ars->cm_id = id;
+	sock_hold(sk);
+	ars->parent = lsk;
+	sock_hold(lsk);
+	lars->pending_len++;
+	release_sock(lsk);
+	return 0;
+
+drop:
+	sk->sk_state = TCP_CLOSE;
+	sock_set_flag(sk, SOCK_DEAD);
+	sock_put(sk);
+reject:
+	release_sock(lsk);
+	/* Non-zero: rdma_cm destroys the new id, which rejects the peer. */
+	return 1;
+}
+
+int afrdma_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
+{
+	struct sock *sk = id->context;
+	int ret;
+
+	pr_debug("%s: %s (%d)\n", __func__, rdma_event_msg(ev->event),
+		 ev->status);
+
+	if (ev->event == RDMA_CM_EVENT_CONNECT_REQUEST)
+		return afrdma_cm_request(sk, id, ev);
+
+	lock_sock(sk);
+	if (afrdma_sk(sk)->cm_id != id)
+		ret = 0;
+	else if (afrdma_sk(sk)->parent)
+		ret = afrdma_cm_child_event(sk, ev);
+	else
+		ret = afrdma_cm_event(sk, id, ev);
+	release_sock(sk);
+
+	if (!ret)
+		return 0;
+	/* The id is about to go: drop its reference, and a dropped child's. */
+	if (ret == 2)
+		sock_put(sk);
+	sock_put(sk);
+	return 1;
+}

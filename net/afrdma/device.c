@@ -1,0 +1,150 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * afrdma RDMA device tracking: an ib_client that keeps one PD per device,
+ * and on removal resets every connection that uses the device before the
+ * device is allowed to go.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/module.h>
+#include <linux/mutex.h>
+#include <linux/slab.h>
+
+#include "afrdma.h"
+
+/* Serialises lookups against the ib_client add and remove callbacks. */
+static DEFINE_MUTEX(afrdma_devices_mutex);
+static LIST_HEAD(afrdma_devices);
+
+static struct ib_client afrdma_ib_client;
+
+static void afrdma_device_release(struct kref *ref)
+{
+	struct afrdma_device *dev = container_of(ref, struct afrdma_device, ref);
+
+	complete(&dev->released);
+}
+
+void afrdma_device_put(struct afrdma_device *dev)
+{
+	kref_put(&dev->ref, afrdma_device_release);
+}
+
+struct afrdma_device *afrdma_device_get(struct ib_device *ibdev)
+{
+	struct afrdma_device *dev;
+
+	mutex_lock(&afrdma_devices_mutex);
+	dev = ib_get_client_data(ibdev, &afrdma_ib_client);
+	if (dev && !READ_ONCE(dev->removing))
+		kref_get(&dev->ref);
+	else
+		dev = NULL;
+	mutex_unlock(&afrdma_devices_mutex);
+	return dev;
+}
+
+/* False once removal has begun: the connection must not start. */
+bool afrdma_device_attach(struct afrdma_device *dev, struct afrdma_conn *conn)
+{
+	bool ok;
+
+	spin_lock_bh(&dev->lock);
+	ok = !dev->removing;
+	if (ok)
+		list_add_tail(&conn->dev_node, &dev->conns);
+	spin_unlock_bh(&dev->lock);
+	return ok;
+}
+
+void afrdma_device_detach(struct afrdma_conn *conn)
+{
+	struct afrdma_device *dev = conn->dev;
+
+	spin_lock_bh(&dev->lock);
+	list_del_init(&conn->dev_node);
+	spin_unlock_bh(&dev->lock);
+}
+
+static int afrdma_add_one(struct ib_device *ibdev)
+{
+	struct afrdma_device *dev;
+
+	dev = kzalloc(sizeof(*dev), GFP_KERNEL);
+	if (!dev)
+		return -ENOMEM;
+
+	dev->pd = ib_alloc_pd(ibdev, 0);
+	if (IS_ERR(dev->pd)) {
+		int err = PTR_ERR(dev->pd);
+
+		kfree(dev);
+		return err;
+	}
+	dev->ibdev = ibdev;
+	spin_lock_init(&dev->lock);
+	INIT_LIST_HEAD(&dev->conns);
+	kref_init(&dev->ref);
+	init_completion(&dev->released);
+
+	mutex_lock(&afrdma_devices_mutex);
+	list_add_tail(&dev->node, &afrdma_devices);
+	ib_set_client_data(ibdev, &afrdma_ib_client, dev);
+	mutex_unlock(&afrdma_devices_mutex);
+	pr_debug("using device %s\n", dev_name(&ibdev->dev));
+	return 0;
+}
+
+static void afrdma_remove_one(struct ib_device *ibdev, void *client_data)
+{
+	struct afrdma_device *dev = client_data;
+	struct afrdma_conn *conn;
+
+	mutex_lock(&afrdma_devices_mutex);
+	WRITE_ONCE(dev->removing, true);
+	list_del(&dev->node);
+	mutex_unlock(&afrdma_devices_mutex);
+
+	/*
+	 * Our client sits above rdma_cm, so we are told first and the cm ids
+	 * are still alive: reset each connection, which detaches it.
+	 */
+	spin_lock_bh(&dev->lock);
+	while (!list_empty(&dev->conns)) {
+		struct sock *sk;
+
+		conn = list_first_entry(&dev->conns, struct afrdma_conn,
+					dev_node);
+		sk = conn->sk;
+		sock_hold(sk);
+		list_del_init(&conn->dev_node);
+		spin_unlock_bh(&dev->lock);
+
+		afrdma_conn_abort(sk, ECONNRESET);
+		sock_put(sk);
+
+		spin_lock_bh(&dev->lock);
+	}
+	spin_unlock_bh(&dev->lock);
+
+	afrdma_device_put(dev);
+	wait_for_completion(&dev->released);
+	ib_dealloc_pd(dev->pd);
+	kfree(dev);
+}
+
+static struct ib_client afrdma_ib_client = {
+	.name	= "afrdma",
+	.add	= afrdma_add_one,
+	.remove	= afrdma_remove_one,
+};
+
+int afrdma_device_init(void)
+{
+	return ib_register_client(&afrdma_ib_client);
+}
+
+void afrdma_device_exit(void)
+{
+	ib_unregister_client(&afrdma_ib_client);
+}

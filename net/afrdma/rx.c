@@ -1,0 +1,226 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * afrdma receive path: receive completions, credit accounting, and
+ * recvmsg() copying out of the connection's receive buffers.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/uio.h>
+
+#include "afrdma.h"
+
+#define AFRDMA_HDR_LEN	sizeof(struct afrdma_msg_hdr)
+
+int afrdma_rx_post(struct afrdma_conn *conn, struct afrdma_rx_slot *slot)
+{
+	struct ib_sge sge = {
+		.addr	= slot->dma,
+		.length	= conn->rx_slot_size,
+		.lkey	= conn->dev->pd->local_dma_lkey,
+	};
+	struct ib_recv_wr wr = {
+		.wr_cqe		= &slot->cqe,
+		.sg_list	= &sge,
+		.num_sge	= 1,
+	};
+
+	ib_dma_sync_single_for_device(conn->dev->ibdev, slot->dma,
+				      conn->rx_slot_size, DMA_FROM_DEVICE);
+	return ib_post_recv(conn->qp, &wr, NULL);
+}
+
+/* A buffer goes back to the peer: repost it and owe the peer a credit. */
+static void afrdma_rx_recycle(struct afrdma_conn *conn,
+			      struct afrdma_rx_slot *slot)
+{
+	if (afrdma_rx_post(conn, slot)) {
+		/* Only fails once the QP is in error: the connection is over. */
+		return;
+	}
+	spin_lock_bh(&conn->lock);
+	conn->rx_owed++;
+	spin_unlock_bh(&conn->lock);
+}
+
+void afrdma_rx_done(struct ib_cq *cq, struct ib_wc *wc)
+{
+	struct afrdma_rx_slot *slot =
+		container_of(wc->wr_cqe, struct afrdma_rx_slot, cqe);
+	struct afrdma_conn *conn = slot->conn;
+	struct sock *sk = conn->sk;
+	bool readable = false;
+	struct afrdma_msg msg;
+
+	if (unlikely(wc->status != IB_WC_SUCCESS)) {
+		if (wc->status != IB_WC_WR_FLUSH_ERR) {
+			pr_debug("receive failed: %s\n",
+				 ib_wc_status_msg(wc->status));
+			afrdma_conn_fatal(conn, ECONNRESET);
+		}
+		return;
+	}
+
+	ib_dma_sync_single_for_cpu(conn->dev->ibdev, slot->dma, wc->byte_len,
+				   DMA_FROM_DEVICE);
+	if (afrdma_parse_msg(slot->buf, wc->byte_len, &msg))
+		goto proto_err;
+
+	spin_lock(&conn->lock);
+	if (msg.credits > conn->peer_rx_slots - conn->tx_credits ||
+	    (conn->fin_rcvd && msg.type != AFRDMA_MSG_CREDIT)) {
+		spin_unlock(&conn->lock);
+		goto proto_err;
+	}
+	conn->tx_credits += msg.credits;
+	if (msg.type == AFRDMA_MSG_DATA) {
+		slot->len = msg.len;
+		slot->off = 0;
+		list_add_tail(&slot->node, &conn->rx_ready);
+		conn->rx_bytes += msg.len;
+		readable = true;
+	} else if (msg.type == AFRDMA_MSG_FIN) {
+		conn->fin_rcvd = true;
+		readable = true;
+	}
+	spin_unlock(&conn->lock);
+
+	if (msg.type != AFRDMA_MSG_DATA)
+		afrdma_rx_recycle(conn, slot);
+	if (msg.credits) {
+		afrdma_tx_fin(conn);
+		sk->sk_write_space(sk);
+	}
+	afrdma_tx_flush_credits(conn);
+	if (readable)
+		sk->sk_data_ready(sk);
+	return;
+
+proto_err:
+	pr_debug("protocol error from peer, resetting\n");
+	afrdma_conn_fatal(conn, ECONNRESET);
+}
+
+/* Caller holds the socket lock; only it unlinks slots, so @prev stays. */
+static struct afrdma_rx_slot *afrdma_rx_next(struct afrdma_conn *conn,
+					     struct afrdma_rx_slot *prev)
+{
+	struct list_head *next;
+
+	spin_lock_bh(&conn->lock);
+	next = prev ? prev->node.next : conn->rx_ready.next;
+	spin_unlock_bh(&conn->lock);
+	if (next == &conn->rx_ready)
+		return NULL;
+	return list_entry(next, struct afrdma_rx_slot, node);
+}
+
+bool afrdma_rx_readable(const struct sock *sk)
+{
+	struct afrdma_conn *conn = afrdma_sk(sk)->conn;
+
+	if (READ_ONCE(sk->sk_err) || (sk->sk_shutdown & RCV_SHUTDOWN))
+		return true;
+	return !conn || READ_ONCE(conn->rx_bytes) || READ_ONCE(conn->fin_rcvd) ||
+	       READ_ONCE(conn->dead);
+}
+
+static int afrdma_recv_wait_err(struct sock *sk, long *timeo)
+{
+	int err = sock_error(sk);
+
+	if (err)
+		return err;
+	if (!*timeo)
+		return -EAGAIN;
+	if (signal_pending(current))
+		return sock_intr_errno(*timeo);
+	return 0;
+}
+
+int afrdma_recvmsg(struct socket *sock, struct msghdr *msg, size_t len,
+		   int flags)
+{
+	struct afrdma_rx_slot *slot = NULL;
+	struct sock *sk = sock->sk;
+	struct afrdma_conn *conn;
+	size_t copied = 0;
+	int target, err = 0;
+	long timeo;
+
+	if (flags & ~(MSG_PEEK | MSG_WAITALL | MSG_DONTWAIT | MSG_NOSIGNAL |
+		      MSG_CMSG_CLOEXEC | MSG_CMSG_COMPAT))
+		return -EOPNOTSUPP;
+
+	lock_sock(sk);
+	if (sk->sk_state == TCP_LISTEN) {
+		err = -ENOTCONN;
+		goto out;
+	}
+	timeo = sock_rcvtimeo(sk, flags & MSG_DONTWAIT);
+	target = sock_rcvlowat(sk, flags & MSG_WAITALL, len);
+
+	while (copied < len) {
+		DEFINE_WAIT_FUNC(wait, woken_wake_function);
+		unsigned int chunk, avail;
+
+		conn = afrdma_sk(sk)->conn;
+		if (conn)
+			slot = afrdma_rx_next(conn, (flags & MSG_PEEK) ? slot : NULL);
+		if (conn && slot) {
+			avail = slot->len - slot->off;
+			chunk = min_t(size_t, len - copied, avail);
+			if (copy_to_iter(slot->buf + AFRDMA_HDR_LEN + slot->off,
+					 chunk, &msg->msg_iter) != chunk) {
+				err = -EFAULT;
+				break;
+			}
+			copied += chunk;
+			if (flags & MSG_PEEK)
+				continue;
+
+			spin_lock_bh(&conn->lock);
+			slot->off += chunk;
+			conn->rx_bytes -= chunk;
+			if (slot->off == slot->len)
+				list_del_init(&slot->node);
+			else
+				slot = NULL;
+			spin_unlock_bh(&conn->lock);
+			if (slot)
+				afrdma_rx_recycle(conn, slot);
+			slot = NULL;
+			continue;
+		}
+
+		if (copied >= target)
+			break;
+		if (!conn || (sk->sk_shutdown & RCV_SHUTDOWN) ||
+		    READ_ONCE(conn->fin_rcvd)) {
+			/* EOF, or a reset that left nothing to read. */
+			if (!copied && sk->sk_err)
+				err = sock_error(sk);
+			else if (!copied && !conn && sock->state != SS_CONNECTED)
+				err = -ENOTCONN;
+			break;
+		}
+		err = afrdma_recv_wait_err(sk, &timeo);
+		if (err)
+			break;
+		if (READ_ONCE(conn->dead)) {
+			err = -ECONNRESET;
+			break;
+		}
+		/* The peer may be waiting for exactly these credits. */
+		afrdma_tx_flush_credits(conn);
+		add_wait_queue(sk_sleep(sk), &wait);
+		sk_wait_event(sk, &timeo, afrdma_rx_readable(sk), &wait);
+		remove_wait_queue(sk_sleep(sk), &wait);
+	}
+
+	conn = afrdma_sk(sk)->conn;
+	if (conn)
+		afrdma_tx_flush_credits(conn);
+out:
+	release_sock(sk);
+	return copied ? copied : err;
+}

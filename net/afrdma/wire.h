@@ -1,0 +1,78 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * afrdma wire format: the rdma_cm private data exchanged at connect time
+ * and the header in front of every SEND.  This is the only definition of
+ * the protocol; wire.c parses it and builds in user space too, for fuzzing
+ * and for the hostile-peer test tool.
+ */
+#ifndef _AFRDMA_WIRE_H
+#define _AFRDMA_WIRE_H
+
+#ifdef __KERNEL__
+#include <linux/types.h>
+#else
+#include <stddef.h>
+#include <stdint.h>
+#include <linux/types.h>
+#endif
+
+#define AFRDMA_WIRE_MAGIC	0x4152	/* "AR" */
+#define AFRDMA_WIRE_VERSION	1
+
+/* Limits any peer must respect; anything outside is a protocol error. */
+#define AFRDMA_MIN_SLOTS	4
+#define AFRDMA_MAX_SLOTS	4096
+#define AFRDMA_MIN_SLOT_SIZE	1024
+#define AFRDMA_MAX_SLOT_SIZE	(1024 * 1024)
+
+/*
+ * Carried in the connect request and in the accept reply.  Each side
+ * announces the receive buffers it has posted: their number is the peer's
+ * initial send credit and their size bounds the peer's SENDs.
+ */
+struct afrdma_cm_priv {
+	__be16	magic;
+	__u8	version;
+	__u8	flags;
+	__be16	rx_slots;
+	__be16	reserved;
+	__be32	rx_slot_size;
+} __attribute__((packed));
+
+enum afrdma_msg_type {
+	AFRDMA_MSG_DATA		= 1,	/* payload follows */
+	AFRDMA_MSG_CREDIT	= 2,	/* only returns credits */
+	AFRDMA_MSG_FIN		= 3,	/* no more data in this direction */
+};
+
+/*
+ * In front of every SEND.  @credits returns receive buffers the sender has
+ * reposted since its last report, so most credit updates ride on data.
+ */
+struct afrdma_msg_hdr {
+	__u8	type;
+	__u8	flags;
+	__be16	credits;
+	__be32	len;
+} __attribute__((packed));
+
+struct afrdma_cm_params {
+	unsigned int	rx_slots;
+	unsigned int	rx_slot_size;
+};
+
+struct afrdma_msg {
+	unsigned int	type;
+	unsigned int	credits;
+	unsigned int	len;
+};
+
+int afrdma_parse_cm_priv(const void *buf, size_t len,
+			 struct afrdma_cm_params *out);
+void afrdma_build_cm_priv(struct afrdma_cm_priv *priv,
+			  const struct afrdma_cm_params *in);
+int afrdma_parse_msg(const void *buf, size_t byte_len, struct afrdma_msg *out);
+void afrdma_build_msg(struct afrdma_msg_hdr *hdr, unsigned int type,
+		      unsigned int credits, unsigned int len);
+
+#endif /* _AFRDMA_WIRE_H */

@@ -1,0 +1,73 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Guest side of "make check": load the module built for this kernel, run
+# every selftest, unload, and write "PASSED FAILED SKIPPED" to
+# $AFRDMA_OUTDIR/summary.  Run from the repository root inside vm-run.
+set -u
+cd "$(dirname "$0")/.."
+
+ko=${1:-build/$AFRDMA_KREL/net/afrdma/afrdma.ko}
+out=${AFRDMA_OUTDIR:-/tmp}
+pass=0 fail=0 skip=0
+
+summary()
+{
+	echo "$pass $fail $skip" > "$out/summary"
+	echo "# $AFRDMA_KREL: $pass passed, $fail failed, $skip skipped"
+}
+
+# Runs one TAP-emitting test program and adds up its "# Totals" line.
+run()
+{
+	local name=$1 log totals p f s rc
+	shift
+
+	echo "# ===== $name"
+	log=$(mktemp)
+	"$@" 2>&1 | tee "$log"
+	rc=${PIPESTATUS[0]}
+	totals=$(grep -a '^# Totals:' "$log" | tail -n 1)
+	rm -f "$log"
+	if [ -z "$totals" ]; then
+		echo "not ok - $name died without a result (exit $rc)"
+		fail=$((fail + 1))
+		return
+	fi
+	p=$(grep -o ' pass:[0-9]*' <<< "$totals" | tr -dc '0-9')
+	f=$(grep -o ' fail:[0-9]*' <<< "$totals" | tr -dc '0-9')
+	s=$(grep -o ' skip:[0-9]*' <<< "$totals" | tr -dc '0-9')
+	pass=$((pass + p)) fail=$((fail + f)) skip=$((skip + s))
+	if [ "$rc" != 0 ] && [ "$f" = 0 ]; then
+		echo "not ok - $name exited $rc with no failed test"
+		fail=$((fail + 1))
+	fi
+}
+
+# One result outside the TAP programs.
+check()
+{
+	local name=$1
+	shift
+
+	if "$@"; then
+		echo "ok - $name"
+		pass=$((pass + 1))
+	else
+		echo "not ok - $name"
+		fail=$((fail + 1))
+	fi
+}
+
+if ! check "insmod $ko" insmod "$ko"; then
+	summary
+	exit 1
+fi
+
+run afrdma_test ./selftests/afrdma_test
+run python_echo python3 ./selftests/echo.py
+run transfer ./selftests/transfer.sh
+
+check "rmmod afrdma after the tests" rmmod afrdma
+summary
+[ "$fail" = 0 ]

@@ -1,0 +1,103 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * afrdma: the administration tool.  Shows the module's parameters and the
+ * RDMA devices afrdma can use.
+ *
+ *   afrdma params     family and protocol numbers in effect
+ *   afrdma devices    RDMA devices with their ports, state and netdev
+ */
+#include <dirent.h>
+#include <stdbool.h>
+
+#include "lib/afrdma_sock.h"
+
+static int read_line(const char *path, char *buf, size_t len)
+{
+	FILE *f = fopen(path, "r");
+
+	if (!f)
+		return -1;
+	if (!fgets(buf, len, f)) {
+		fclose(f);
+		return -1;
+	}
+	fclose(f);
+	buf[strcspn(buf, "\n")] = '\0';
+	return 0;
+}
+
+static int cmd_params(void)
+{
+	if (access("/sys/module/afrdma", F_OK)) {
+		fprintf(stderr, "afrdma: module not loaded (defaults: family %d, ipproto %d)\n",
+			AFRDMA_FAMILY_DEFAULT, AFRDMA_IPPROTO_DEFAULT);
+		return 1;
+	}
+	printf("family  %d\nipproto %d\n", afrdma_family_nr(), afrdma_ipproto_nr());
+	return 0;
+}
+
+static int cmd_devices(void)
+{
+	const char *base = "/sys/class/infiniband";
+	struct dirent *de;
+	bool any = false;
+	DIR *d;
+
+	d = opendir(base);
+	if (!d) {
+		fprintf(stderr, "afrdma: no RDMA devices (%s: %s)\n", base,
+			strerror(errno));
+		return 1;
+	}
+	printf("%-12s %-5s %-16s %-10s %s\n", "DEVICE", "PORT", "STATE",
+	       "LINK", "NETDEV");
+	while ((de = readdir(d))) {
+		char path[512], state[64], link[64], ndev[64];
+		int port;
+
+		if (de->d_name[0] == '.')
+			continue;
+		for (port = 1; port < 64; port++) {
+			snprintf(path, sizeof(path), "%s/%s/ports/%d/state", base,
+				 de->d_name, port);
+			if (read_line(path, state, sizeof(state)))
+				break;
+			snprintf(path, sizeof(path), "%s/%s/ports/%d/link_layer",
+				 base, de->d_name, port);
+			if (read_line(path, link, sizeof(link)))
+				strcpy(link, "?");
+			snprintf(path, sizeof(path),
+				 "%s/%s/ports/%d/gid_attrs/ndevs/0", base,
+				 de->d_name, port);
+			if (read_line(path, ndev, sizeof(ndev)))
+				strcpy(ndev, "-");
+			printf("%-12s %-5d %-16s %-10s %s\n", de->d_name, port,
+			       state, link, ndev);
+			any = true;
+		}
+	}
+	closedir(d);
+	return any ? 0 : 1;
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f, "Usage: afrdma params | devices\n"
+		   "  params   address family and IPPROTO numbers in effect\n"
+		   "  devices  RDMA devices afrdma can use\n");
+}
+
+int main(int argc, char **argv)
+{
+	if (argc == 2 && !strcmp(argv[1], "params"))
+		return cmd_params();
+	if (argc == 2 && !strcmp(argv[1], "devices"))
+		return cmd_devices();
+	if (argc == 2 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
+		usage(stdout);
+		return 0;
+	}
+	usage(stderr);
+	return 2;
+}

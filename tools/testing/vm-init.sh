@@ -1,0 +1,124 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Guest side of tools/testing/vm-run: runs as PID 1 after the initramfs
+# has switch_root'ed into the host's / (read-only over 9p).  It makes the
+# few writable places a test needs, sets up soft-RoCE (rxe0 on a veth),
+# runs the command vm-run asked for, reports its exit status and the
+# kernel log through the writable share and powers the guest off.
+#
+# Not meant to be run by hand.
+
+# No "set -e": this is PID 1 and must always reach the power-off below.
+set -u
+
+VM_DIR=/run/afrdma		# the writable per-run share, mounted by init
+CTL_DIR=$VM_DIR/.vm-run		# files written by the host for us
+
+export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+export HOME=/tmp TMPDIR=/tmp LANG=C.UTF-8 TERM=dumb
+export PYTHONDONTWRITEBYTECODE=1
+
+# vm-run waits for this line to tell a boot that failed from a test that did.
+# The leading newline ends whatever the firmware left on the console line.
+printf '\nAFRDMA-VM-READY\n'
+
+msg()
+{
+	echo "vm-init: $*"
+}
+
+poweroff_now()
+{
+	sync
+	echo o > /proc/sysrq-trigger
+	# PID 1 must never exit.
+	while :; do
+		sleep 60
+	done
+}
+
+finish()
+{
+	local rc=$1
+
+	printf '\nAFRDMA-VM-EXIT=%s\n' "$rc"
+	echo "$rc" > "$VM_DIR/exit-status"
+	dmesg > "$VM_DIR/dmesg.txt" 2>&1
+	poweroff_now
+}
+
+# Every exec costs a noticeable fraction of a second under TCG over 9p, so
+# the setup below uses as few commands as it can.
+
+setup_mounts()
+{
+	local m=/run/afrdma-modules
+
+	mkdir -p /dev/pts /dev/shm $m/upper $m/work || return 1
+	# /run is already a tmpfs (init mounted it for the share).  The
+	# overlay gives a writable /lib/modules, so depmod and modprobe of an
+	# out-of-tree module work; the read-only host tree stays below.
+	cat > /run/afrdma-fstab <<-EOF
+	tmpfs /tmp tmpfs mode=1777 0 0
+	tmpfs /var/tmp tmpfs mode=1777 0 0
+	devpts /dev/pts devpts gid=5,mode=620,ptmxmode=666 0 0
+	tmpfs /dev/shm tmpfs mode=1777 0 0
+	debugfs /sys/kernel/debug debugfs nofail 0 0
+	tracefs /sys/kernel/tracing tracefs nofail 0 0
+	cgroup2 /sys/fs/cgroup cgroup2 nofail 0 0
+	overlay /lib/modules overlay lowerdir=/lib/modules,upperdir=$m/upper,workdir=$m/work 0 0
+	EOF
+	mount -a -T /run/afrdma-fstab
+}
+
+setup_rxe()
+{
+	local i state
+
+	ip -batch - <<-EOF || return 1
+	link set lo up
+	link add va type veth peer name vb
+	link set va mtu 9000
+	link set vb mtu 9000
+	addr add 10.99.0.1/24 dev va
+	addr add fd99::1/64 dev va nodad
+	link set va up
+	link set vb up
+	EOF
+	rdma link add rxe0 type rxe netdev va || return 1
+	for ((i = 0; i < 100; i++)); do
+		state=
+		read -r state 2>/dev/null < /sys/class/infiniband/rxe0/ports/1/state
+		[[ $state == *ACTIVE* ]] && return 0
+		sleep 0.1
+	done
+	msg "rxe0 did not become ACTIVE:"
+	rdma link
+	return 1
+}
+
+[ -r "$CTL_DIR/env.sh" ] || { msg "no $CTL_DIR/env.sh"; finish 1; }
+# Written by vm-run with printf %q: AFRDMA_CMD (array), AFRDMA_CWD,
+# AFRDMA_TIMEOUT.
+# shellcheck source=/dev/null
+. "$CTL_DIR/env.sh"
+
+modprobe -a overlay rdma_rxe rdma_ucm veth || { msg "modprobe failed"; finish 1; }
+setup_mounts || { msg "setting up mounts failed"; finish 1; }
+echo afrdma-vm > /proc/sys/kernel/hostname
+setup_rxe || { msg "soft-RoCE setup failed"; finish 1; }
+
+export AFRDMA_ADDR=10.99.0.1
+export AFRDMA_ADDR6=fd99::1
+read -r AFRDMA_KREL < /proc/sys/kernel/osrelease
+export AFRDMA_KREL
+export AFRDMA_OUTDIR=$VM_DIR
+
+cd "$AFRDMA_CWD" || { msg "cannot cd to $AFRDMA_CWD"; finish 1; }
+
+timeout -k 10 "$AFRDMA_TIMEOUT" "${AFRDMA_CMD[@]}" < /dev/null
+rc=$?
+[ "$rc" -eq 124 ] && msg "command timed out after $AFRDMA_TIMEOUT s"
+cd /
+finish "$rc"
