@@ -65,6 +65,7 @@ if ! check "insmod $ko" insmod "$ko"; then
 fi
 
 run afrdma_test ./selftests/afrdma_test
+run afrdma_api_test ./selftests/afrdma_api_test
 run python_echo python3 ./selftests/echo.py
 run transfer ./selftests/transfer.sh
 

@@ -65,6 +65,7 @@ static int afrdma_init_sock(struct sock *sk)
 		ars->base_destruct = sk->sk_destruct ? : inet_sock_destruct;
 	sk->sk_destruct = afrdma_sk_destruct;
 	sk->sk_state = TCP_CLOSE;
+	afrdma_sockopt_init(sk);
 	return 0;
 }
 
@@ -96,6 +97,7 @@ struct sock *afrdma_sk_clone(struct sock *parent)
 	sk->sk_sndtimeo = parent->sk_sndtimeo;
 	sk->sk_destruct = afrdma_sk(parent)->base_destruct;
 	afrdma_init_sock(sk);
+	afrdma_sockopt_clone(sk, parent);
 #if IS_ENABLED(CONFIG_IPV6)
 	if (sk->sk_family == AF_INET6)
 		inet_sk(sk)->pinet6 = &((struct afrdma6_sock *)sk)->inet6;
@@ -450,7 +452,8 @@ static __poll_t afrdma_poll(struct file *file, struct socket *sock,
 		mask |= EPOLLIN | EPOLLRDNORM | EPOLLRDHUP;
 	if (sk->sk_state == TCP_SYN_SENT || sk->sk_state == TCP_SYN_RECV)
 		goto out;
-	if (conn && READ_ONCE(conn->rx_bytes))
+	if (conn && READ_ONCE(conn->rx_bytes) >=
+		    max_t(int, READ_ONCE(sk->sk_rcvlowat), 1))
 		mask |= EPOLLIN | EPOLLRDNORM;
 	if (sk->sk_shutdown & SEND_SHUTDOWN || !conn || afrdma_tx_writable(conn))
 		mask |= EPOLLOUT | EPOLLWRNORM;
@@ -475,6 +478,18 @@ static int afrdma_ioctl(struct socket *sock, unsigned int cmd,
 			return -EINVAL;
 		}
 		answ = conn ? READ_ONCE(conn->rx_bytes) : 0;
+		release_sock(sk);
+		return put_user(answ, (int __user *)arg);
+	case SIOCOUTQ:
+	case SIOCOUTQNSD:
+		lock_sock(sk);
+		conn = afrdma_sk(sk)->conn;
+		if (sk->sk_state == TCP_LISTEN) {
+			release_sock(sk);
+			return -EINVAL;
+		}
+		/* Bytes leave the buffer only once the peer has them. */
+		answ = conn && !conn->torn ? READ_ONCE(conn->tx_unacked) : 0;
 		release_sock(sk);
 		return put_user(answ, (int __user *)arg);
 	default:
@@ -588,52 +603,6 @@ static int afrdma_release(struct socket *sock)
 	}
 	sock->sk = NULL;
 	sock_put(sk);
-	return 0;
-}
-
-static int afrdma_setsockopt(struct socket *sock, int level, int optname,
-			     sockptr_t optval, unsigned int optlen)
-{
-	int val;
-
-	if (level != SOL_TCP)
-		return -ENOPROTOOPT;
-	if (optlen < sizeof(int))
-		return -EINVAL;
-	if (copy_from_sockptr(&val, optval, sizeof(val)))
-		return -EFAULT;
-
-	switch (optname) {
-	case TCP_NODELAY:
-		/* Every send is pushed at once: nothing to disable yet. */
-		return 0;
-	default:
-		return -ENOPROTOOPT;
-	}
-}
-
-static int afrdma_getsockopt(struct socket *sock, int level, int optname,
-			     char __user *optval, int __user *optlen)
-{
-	int len, val;
-
-	if (level != SOL_TCP)
-		return -ENOPROTOOPT;
-	if (get_user(len, optlen))
-		return -EFAULT;
-	if (len < 0)
-		return -EINVAL;
-
-	switch (optname) {
-	case TCP_NODELAY:
-		val = 1;
-		break;
-	default:
-		return -ENOPROTOOPT;
-	}
-	len = min_t(unsigned int, len, sizeof(int));
-	if (put_user(len, optlen) || copy_to_user(optval, &val, len))
-		return -EFAULT;
 	return 0;
 }
 

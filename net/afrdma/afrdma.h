@@ -11,6 +11,7 @@
 #include <linux/spinlock.h>
 #include <net/inet_sock.h>
 #include <net/sock.h>
+#include <net/tcp.h>
 #include <rdma/ib_verbs.h>
 #include <rdma/rdma_cm.h>
 
@@ -23,6 +24,7 @@
 #define AFRDMA_CTRL_SIZE	64	/* one header, cache-line spaced */
 #define AFRDMA_SLOT_SIZE	(16 * 1024)
 #define AFRDMA_RESOLVE_MS	2000
+#define AFRDMA_TCP_OPTS		16
 
 extern int afrdma_family;
 extern int afrdma_ipproto;
@@ -60,6 +62,7 @@ struct afrdma_tx_slot {
 	struct afrdma_conn	*conn;
 	void			*buf;
 	u64			dma;
+	unsigned int		len;		/* payload bytes in flight */
 };
 
 /*
@@ -98,6 +101,7 @@ struct afrdma_conn {
 	unsigned int		rx_owed;	/* reposted, not yet reported */
 	unsigned int		tx_head;	/* SENDs posted */
 	unsigned int		tx_tail;	/* SENDs completed */
+	unsigned int		tx_unacked;	/* payload bytes not completed */
 	unsigned int		ctrl_head;	/* control SENDs posted */
 	unsigned int		ctrl_tail;	/* control SENDs completed */
 	unsigned int		tx_credits;	/* peer receive buffers free */
@@ -127,6 +131,8 @@ struct afrdma_sock {
 	struct afrdma_cm_params	peer;
 	int			cm_state;	/* resolve/connect progress */
 	bool			bound;
+	int			tcp_opt[AFRDMA_TCP_OPTS];	/* see sockopt.c */
+	char			tcp_congestion[TCP_CA_NAME_MAX];
 	/* inet_create()'s or inet6_create()'s destructor, chained */
 	void			(*base_destruct)(struct sock *sk);
 };
@@ -146,6 +152,14 @@ static inline struct afrdma_sock *afrdma_sk(const struct sock *sk)
 /* af_rdma.c */
 struct sock *afrdma_sk_clone(struct sock *parent);
 void afrdma_sk_destroy_child(struct sock *sk);
+
+/* sockopt.c */
+void afrdma_sockopt_init(struct sock *sk);
+void afrdma_sockopt_clone(struct sock *sk, const struct sock *parent);
+int afrdma_setsockopt(struct socket *sock, int level, int optname,
+		      sockptr_t optval, unsigned int optlen);
+int afrdma_getsockopt(struct socket *sock, int level, int optname,
+		      char __user *optval, int __user *optlen);
 
 /* cm.c */
 int afrdma_cm_create_id(struct sock *sk);

@@ -147,9 +147,11 @@ int afrdma_recvmsg(struct socket *sock, struct msghdr *msg, size_t len,
 	int target, err = 0;
 	long timeo;
 
-	if (flags & ~(MSG_PEEK | MSG_WAITALL | MSG_DONTWAIT | MSG_NOSIGNAL |
-		      MSG_CMSG_CLOEXEC | MSG_CMSG_COMPAT))
-		return -EOPNOTSUPP;
+	/* As TCP with no urgent data and an empty error queue. */
+	if (flags & MSG_OOB)
+		return -EINVAL;
+	if (flags & MSG_ERRQUEUE)
+		return -EAGAIN;
 
 	lock_sock(sk);
 	if (sk->sk_state == TCP_LISTEN) {
@@ -169,7 +171,9 @@ int afrdma_recvmsg(struct socket *sock, struct msghdr *msg, size_t len,
 		if (conn && slot) {
 			avail = slot->len - slot->off;
 			chunk = min_t(size_t, len - copied, avail);
-			if (copy_to_iter(slot->buf + AFRDMA_HDR_LEN + slot->off,
+			/* MSG_TRUNC: TCP's way to drop bytes unread. */
+			if (!(flags & MSG_TRUNC) &&
+			    copy_to_iter(slot->buf + AFRDMA_HDR_LEN + slot->off,
 					 chunk, &msg->msg_iter) != chunk) {
 				err = -EFAULT;
 				break;

@@ -123,9 +123,13 @@ static bool afrdma_send_done(struct ib_wc *wc, unsigned int *tail)
 
 void afrdma_tx_done(struct ib_cq *cq, struct ib_wc *wc)
 {
-	struct afrdma_conn *conn =
-		container_of(wc->wr_cqe, struct afrdma_tx_slot, cqe)->conn;
+	struct afrdma_tx_slot *slot =
+		container_of(wc->wr_cqe, struct afrdma_tx_slot, cqe);
+	struct afrdma_conn *conn = slot->conn;
 
+	spin_lock(&conn->lock);
+	conn->tx_unacked -= slot->len;
+	spin_unlock(&conn->lock);
 	afrdma_send_done(wc, &conn->tx_tail);
 	conn->sk->sk_write_space(conn->sk);
 }
@@ -162,8 +166,8 @@ int afrdma_sendmsg(struct socket *sock, struct msghdr *msg, size_t len)
 	long timeo;
 	int err = 0;
 
-	if (flags & ~(MSG_DONTWAIT | MSG_NOSIGNAL | MSG_MORE | MSG_EOR |
-		      MSG_WAITALL | MSG_CMSG_COMPAT))
+	/* Like TCP, ignore flags with no meaning here (splice's among them). */
+	if (flags & MSG_OOB)
 		return -EOPNOTSUPP;
 
 	lock_sock(sk);
@@ -227,6 +231,8 @@ int afrdma_sendmsg(struct socket *sock, struct msghdr *msg, size_t len)
 				err = afrdma_post_send(conn, slot,
 						       AFRDMA_HDR_LEN + chunk);
 				if (!err) {
+					slot->len = chunk;
+					conn->tx_unacked += chunk;
 					conn->tx_head++;
 					conn->tx_credits--;
 					conn->rx_owed = 0;

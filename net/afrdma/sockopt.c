@@ -1,0 +1,246 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * afrdma socket options at the TCP, IP and IPv6 levels.  Programs written
+ * for TCP set many of these blindly; afrdma accepts them and reads them
+ * back rather than breaking those programs.  Options with a meaning here
+ * (TCP_NODELAY, TCP_INFO, IPV6_V6ONLY) are honoured; the IP and IPv6
+ * levels go to the IP layer where the socket has the state it needs.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/tcp.h>
+#include <net/ip.h>
+#include <net/ipv6.h>
+
+#include "afrdma.h"
+
+/* TCP options stored and read back, with TCP's defaults. */
+static const struct {
+	int	name;
+	int	def;
+	int	min;
+	int	max;
+} afrdma_tcp_opts[] = {
+	{ TCP_NODELAY,		0,	0,	1 },
+	{ TCP_CORK,		0,	0,	1 },
+	{ TCP_QUICKACK,		1,	0,	1 },
+	{ TCP_KEEPIDLE,		7200,	1,	MAX_TCP_KEEPIDLE },
+	{ TCP_KEEPINTVL,	75,	1,	MAX_TCP_KEEPINTVL },
+	{ TCP_KEEPCNT,		9,	1,	MAX_TCP_KEEPCNT },
+	{ TCP_SYNCNT,		6,	1,	MAX_TCP_SYNCNT },
+	{ TCP_LINGER2,		60,	INT_MIN, INT_MAX },
+	{ TCP_DEFER_ACCEPT,	0,	INT_MIN, INT_MAX },
+	{ TCP_WINDOW_CLAMP,	0,	0,	INT_MAX },
+	{ TCP_USER_TIMEOUT,	0,	0,	INT_MAX },
+	{ TCP_NOTSENT_LOWAT,	0,	INT_MIN, INT_MAX },
+	{ TCP_FASTOPEN,		0,	INT_MIN, INT_MAX },
+	{ TCP_THIN_LINEAR_TIMEOUTS, 0,	0,	1 },
+	{ TCP_MAXSEG,		0,	0,	MAX_TCP_WINDOW },
+};
+
+static_assert(ARRAY_SIZE(afrdma_tcp_opts) <= AFRDMA_TCP_OPTS);
+
+static int afrdma_tcp_opt_index(int name)
+{
+	unsigned int i;
+
+	for (i = 0; i < ARRAY_SIZE(afrdma_tcp_opts); i++)
+		if (afrdma_tcp_opts[i].name == name)
+			return i;
+	return -1;
+}
+
+void afrdma_sockopt_init(struct sock *sk)
+{
+	struct afrdma_sock *ars = afrdma_sk(sk);
+	unsigned int i;
+
+	for (i = 0; i < ARRAY_SIZE(afrdma_tcp_opts); i++)
+		ars->tcp_opt[i] = afrdma_tcp_opts[i].def;
+	strscpy(ars->tcp_congestion, "cubic", sizeof(ars->tcp_congestion));
+}
+
+/* An accepted socket inherits its listener's options, as in TCP. */
+void afrdma_sockopt_clone(struct sock *sk, const struct sock *parent)
+{
+	struct afrdma_sock *ars = afrdma_sk(sk);
+	const struct afrdma_sock *pars = afrdma_sk(parent);
+
+	memcpy(ars->tcp_opt, pars->tcp_opt, sizeof(ars->tcp_opt));
+	memcpy(ars->tcp_congestion, pars->tcp_congestion,
+	       sizeof(ars->tcp_congestion));
+	sk->sk_ipv6only = parent->sk_ipv6only;
+}
+
+static int afrdma_set_tcp(struct sock *sk, int optname, sockptr_t optval,
+			  unsigned int optlen)
+{
+	struct afrdma_sock *ars = afrdma_sk(sk);
+	int i, val;
+
+	if (optname == TCP_CONGESTION) {
+		char name[TCP_CA_NAME_MAX];
+
+		/* No choice to make: RC transport does its own. */
+		if (!optlen)
+			return -EINVAL;
+		optlen = min_t(unsigned int, optlen, sizeof(name) - 1);
+		if (copy_from_sockptr(name, optval, optlen))
+			return -EFAULT;
+		name[optlen] = '\0';
+		lock_sock(sk);
+		strscpy(ars->tcp_congestion, name, sizeof(ars->tcp_congestion));
+		release_sock(sk);
+		return 0;
+	}
+
+	i = afrdma_tcp_opt_index(optname);
+	if (i < 0)
+		return -ENOPROTOOPT;
+	if (optlen < sizeof(int))
+		return -EINVAL;
+	if (copy_from_sockptr(&val, optval, sizeof(val)))
+		return -EFAULT;
+	if (val < afrdma_tcp_opts[i].min || val > afrdma_tcp_opts[i].max)
+		return -EINVAL;
+	if (afrdma_tcp_opts[i].max == 1)
+		val = !!val;
+	lock_sock(sk);
+	ars->tcp_opt[i] = val;
+	release_sock(sk);
+	return 0;
+}
+
+static void afrdma_tcp_info(struct sock *sk, struct tcp_info *info)
+{
+	struct afrdma_conn *conn = afrdma_sk(sk)->conn;
+
+	memset(info, 0, sizeof(*info));
+	lock_sock(sk);
+	info->tcpi_state = sk->sk_state;
+	if (conn && !conn->torn) {
+		info->tcpi_snd_mss = conn->tx_payload;
+		info->tcpi_rcv_mss = conn->rx_slot_size -
+				     sizeof(struct afrdma_msg_hdr);
+		info->tcpi_unacked = conn->tx_head - conn->tx_tail;
+		info->tcpi_snd_cwnd = conn->tx_credits;
+		info->tcpi_rcv_space = conn->rx_slots * conn->rx_slot_size;
+	}
+	release_sock(sk);
+}
+
+static int afrdma_get_tcp(struct sock *sk, int optname, char __user *optval,
+			  int __user *optlen, int len)
+{
+	struct afrdma_sock *ars = afrdma_sk(sk);
+	struct tcp_info info;
+	int i, val;
+
+	switch (optname) {
+	case TCP_INFO:
+		afrdma_tcp_info(sk, &info);
+		len = min_t(unsigned int, len, sizeof(info));
+		if (put_user(len, optlen) || copy_to_user(optval, &info, len))
+			return -EFAULT;
+		return 0;
+	case TCP_CONGESTION: {
+		/* A stack copy: the sock slab is not usercopy-whitelisted. */
+		char name[TCP_CA_NAME_MAX];
+
+		lock_sock(sk);
+		memcpy(name, ars->tcp_congestion, sizeof(name));
+		release_sock(sk);
+		len = min_t(unsigned int, len, sizeof(name));
+		if (put_user(len, optlen) || copy_to_user(optval, name, len))
+			return -EFAULT;
+		return 0;
+	}
+	}
+
+	i = afrdma_tcp_opt_index(optname);
+	if (i < 0)
+		return -ENOPROTOOPT;
+	val = READ_ONCE(ars->tcp_opt[i]);
+	if (optname == TCP_MAXSEG && !val && ars->conn)
+		val = READ_ONCE(ars->conn->tx_payload);
+	len = min_t(unsigned int, len, sizeof(int));
+	if (put_user(len, optlen) || copy_to_user(optval, &val, len))
+		return -EFAULT;
+	return 0;
+}
+
+/* Only IPPROTO_RDMA sockets under AF_INET6 have an ipv6_pinfo. */
+static bool afrdma_has_ipv6(const struct sock *sk)
+{
+	return IS_ENABLED(CONFIG_IPV6) && sk->sk_family == AF_INET6;
+}
+
+int afrdma_setsockopt(struct socket *sock, int level, int optname,
+		      sockptr_t optval, unsigned int optlen)
+{
+	struct sock *sk = sock->sk;
+	int val;
+
+	switch (level) {
+	case SOL_TCP:
+		return afrdma_set_tcp(sk, optname, optval, optlen);
+	case SOL_IP:
+		return ip_setsockopt(sk, level, optname, optval, optlen);
+	case SOL_IPV6:
+		if (afrdma_has_ipv6(sk))
+			return ipv6_setsockopt(sk, level, optname, optval,
+					       optlen);
+		if (optname != IPV6_V6ONLY)
+			return -ENOPROTOOPT;
+		/* AF_RDMA sockets speak IPv6 too: only this one matters. */
+		if (optlen < sizeof(int))
+			return -EINVAL;
+		if (copy_from_sockptr(&val, optval, sizeof(val)))
+			return -EFAULT;
+		lock_sock(sk);
+		if (afrdma_sk(sk)->cm_id) {
+			release_sock(sk);
+			return -EINVAL;
+		}
+		sk->sk_ipv6only = !!val;
+		release_sock(sk);
+		return 0;
+	default:
+		return -ENOPROTOOPT;
+	}
+}
+
+int afrdma_getsockopt(struct socket *sock, int level, int optname,
+		      char __user *optval, int __user *optlen)
+{
+	struct sock *sk = sock->sk;
+	int len, val;
+
+	switch (level) {
+	case SOL_TCP:
+		if (get_user(len, optlen))
+			return -EFAULT;
+		if (len < 0)
+			return -EINVAL;
+		return afrdma_get_tcp(sk, optname, optval, optlen, len);
+	case SOL_IP:
+		return ip_getsockopt(sk, level, optname, optval, optlen);
+	case SOL_IPV6:
+		if (afrdma_has_ipv6(sk))
+			return ipv6_getsockopt(sk, level, optname, optval,
+					       optlen);
+		if (optname != IPV6_V6ONLY)
+			return -ENOPROTOOPT;
+		if (get_user(len, optlen))
+			return -EFAULT;
+		if (len < 0)
+			return -EINVAL;
+		val = sk->sk_ipv6only;
+		len = min_t(unsigned int, len, sizeof(int));
+		if (put_user(len, optlen) || copy_to_user(optval, &val, len))
+			return -EFAULT;
+		return 0;
+	default:
+		return -ENOPROTOOPT;
+	}
+}

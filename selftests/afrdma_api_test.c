@@ -1,0 +1,454 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * afrdma selftests for the rest of the socket API that TCP programs use:
+ * non-blocking connect and accept, epoll, ioctls, recv flags, options,
+ * vectored and zero-copy-style calls (sendfile, splice), fd passing, fork
+ * and signals.  Runs on AF_RDMA over IPv4 and IPPROTO_RDMA over IPv6.
+ */
+#include <fcntl.h>
+#include <linux/sockios.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/epoll.h>
+#include <sys/ioctl.h>
+#include <sys/sendfile.h>
+#include <sys/uio.h>
+#include <sys/wait.h>
+
+#include "kselftest_harness.h"
+#include "lib/afrdma_sock.h"
+
+static const char *test_addr(bool v6)
+{
+	const char *a = getenv(v6 ? "AFRDMA_ADDR6" : "AFRDMA_ADDR");
+
+	return a ? a : v6 ? "fd99::1" : "10.99.0.1";
+}
+
+static int wait_for(int fd, short events, int ms)
+{
+	struct pollfd p = { .fd = fd, .events = events };
+
+	if (poll(&p, 1, ms) <= 0)
+		return 0;
+	return p.revents;
+}
+
+FIXTURE(api) {
+	int lfd, cfd, sfd;
+	unsigned short port;
+	struct sockaddr_storage ss;
+	socklen_t sslen;
+};
+
+FIXTURE_VARIANT(api) {
+	enum afrdma_transport t;
+	bool v6;
+};
+
+FIXTURE_VARIANT_ADD(api, af_rdma_v4) { .t = AFRDMA_T_FAMILY, .v6 = false };
+FIXTURE_VARIANT_ADD(api, ipproto_v6) { .t = AFRDMA_T_IPPROTO, .v6 = true };
+
+FIXTURE_SETUP(api)
+{
+	const char *a = test_addr(variant->v6);
+
+	self->cfd = self->sfd = -1;
+	self->lfd = afrdma_listen_on(variant->t, a, 0, 16, &self->port);
+	ASSERT_LE(0, self->lfd) TH_LOG("listen: %s", strerror(errno));
+	self->sslen = afrdma_make_addr(&self->ss, a, self->port);
+}
+
+FIXTURE_TEARDOWN(api)
+{
+	if (self->sfd >= 0)
+		close(self->sfd);
+	if (self->cfd >= 0)
+		close(self->cfd);
+	close(self->lfd);
+}
+
+/* Blocking connect and accept, for tests that just need a pair. */
+static int api_pair(struct __test_metadata *_metadata,
+		    FIXTURE_DATA(api) *self, const FIXTURE_VARIANT(api) *variant)
+{
+	self->cfd = afrdma_connect_to(variant->t, test_addr(variant->v6),
+				      self->port);
+	if (self->cfd < 0)
+		return -1;
+	self->sfd = accept(self->lfd, NULL, NULL);
+	return self->sfd < 0 ? -1 : 0;
+}
+
+TEST_F(api, nonblocking_connect)
+{
+	int err = -1;
+	socklen_t len = sizeof(err);
+	int ret, ev;
+
+	self->cfd = afrdma_socket(variant->t, self->ss.ss_family, SOCK_NONBLOCK);
+	ASSERT_LE(0, self->cfd);
+	ret = connect(self->cfd, (struct sockaddr *)&self->ss, self->sslen);
+	ASSERT_TRUE(ret == 0 || errno == EINPROGRESS) TH_LOG("%s", strerror(errno));
+	/* As TCP: EALREADY while in progress, 0 if it completed meanwhile. */
+	ret = connect(self->cfd, (struct sockaddr *)&self->ss, self->sslen);
+	ASSERT_TRUE(ret == 0 || errno == EALREADY) TH_LOG("%s", strerror(errno));
+	ev = wait_for(self->cfd, POLLOUT, 20000);
+	ASSERT_NE(0, ev & POLLOUT);
+	ASSERT_EQ(0, ev & (POLLERR | POLLHUP));
+	ASSERT_EQ(0, getsockopt(self->cfd, SOL_SOCKET, SO_ERROR, &err, &len));
+	ASSERT_EQ(0, err);
+	/* As TCP: the first connect after completion reports it with 0. */
+	ret = connect(self->cfd, (struct sockaddr *)&self->ss, self->sslen);
+	ASSERT_TRUE(ret == 0 || errno == EISCONN);
+	ASSERT_EQ(-1, connect(self->cfd, (struct sockaddr *)&self->ss, self->sslen));
+	ASSERT_EQ(EISCONN, errno);
+	self->sfd = accept(self->lfd, NULL, NULL);
+	ASSERT_LE(0, self->sfd);
+	ASSERT_EQ(2, send(self->cfd, "hi", 2, 0));
+	ASSERT_EQ(2, recv(self->sfd, &err, 2, MSG_WAITALL));
+}
+
+TEST_F(api, nonblocking_connect_refused)
+{
+	int err = 0, ev;
+	socklen_t len = sizeof(err);
+
+	close(self->lfd);
+	self->lfd = socket(AF_INET, SOCK_STREAM, 0);
+	self->cfd = afrdma_socket(variant->t, self->ss.ss_family, SOCK_NONBLOCK);
+	ASSERT_LE(0, self->cfd);
+	ASSERT_EQ(-1, connect(self->cfd, (struct sockaddr *)&self->ss, self->sslen));
+	ASSERT_EQ(EINPROGRESS, errno);
+	ev = wait_for(self->cfd, POLLOUT, 20000);
+	ASSERT_NE(0, ev & POLLERR) TH_LOG("revents %#x", ev);
+	ASSERT_EQ(0, getsockopt(self->cfd, SOL_SOCKET, SO_ERROR, &err, &len));
+	ASSERT_EQ(ECONNREFUSED, err);
+	ASSERT_EQ(0, getsockopt(self->cfd, SOL_SOCKET, SO_ERROR, &err, &len));
+	ASSERT_EQ(0, err);
+}
+
+TEST_F(api, nonblocking_accept)
+{
+	int fl;
+
+	fl = fcntl(self->lfd, F_GETFL);
+	ASSERT_EQ(0, fcntl(self->lfd, F_SETFL, fl | O_NONBLOCK));
+	ASSERT_EQ(-1, accept(self->lfd, NULL, NULL));
+	ASSERT_EQ(EAGAIN, errno);
+	ASSERT_EQ(0, wait_for(self->lfd, POLLIN, 100));
+
+	self->cfd = afrdma_connect_to(variant->t, test_addr(variant->v6), self->port);
+	ASSERT_LE(0, self->cfd);
+	ASSERT_NE(0, wait_for(self->lfd, POLLIN, 20000) & POLLIN);
+	self->sfd = accept4(self->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+	ASSERT_LE(0, self->sfd);
+	ASSERT_NE(0, fcntl(self->sfd, F_GETFL) & O_NONBLOCK);
+	ASSERT_NE(0, fcntl(self->sfd, F_GETFD) & FD_CLOEXEC);
+	ASSERT_EQ(-1, recv(self->sfd, &fl, 1, 0));
+	ASSERT_EQ(EAGAIN, errno);
+}
+
+TEST_F(api, epoll)
+{
+	struct epoll_event ev = {}, out[4];
+	int ep, buf;
+
+	ASSERT_EQ(0, api_pair(_metadata, self, variant));
+	ep = epoll_create1(EPOLL_CLOEXEC);
+	ASSERT_LE(0, ep);
+	ev.events = EPOLLIN | EPOLLRDHUP | EPOLLET;
+	ASSERT_EQ(0, epoll_ctl(ep, EPOLL_CTL_ADD, self->sfd, &ev));
+	ASSERT_EQ(0, epoll_wait(ep, out, 4, 0));
+
+	ASSERT_EQ(4, send(self->cfd, "abcd", 4, 0));
+	ASSERT_EQ(1, epoll_wait(ep, out, 4, 20000));
+	ASSERT_NE(0U, out[0].events & EPOLLIN);
+	/* Edge-triggered: no new event without new data. */
+	ASSERT_EQ(0, epoll_wait(ep, out, 4, 200));
+
+	/* Level-triggered: reported while data waits. */
+	ev.events = EPOLLIN | EPOLLRDHUP;
+	ASSERT_EQ(0, epoll_ctl(ep, EPOLL_CTL_MOD, self->sfd, &ev));
+	ASSERT_EQ(1, epoll_wait(ep, out, 4, 0));
+	ASSERT_EQ(1, epoll_wait(ep, out, 4, 0));
+	ASSERT_EQ(4, recv(self->sfd, &buf, 4, 0));
+	ASSERT_EQ(0, epoll_wait(ep, out, 4, 0));
+
+	ASSERT_EQ(0, shutdown(self->cfd, SHUT_WR));
+	ASSERT_EQ(1, epoll_wait(ep, out, 4, 20000));
+	ASSERT_NE(0U, out[0].events & EPOLLRDHUP);
+	ASSERT_EQ(0U, out[0].events & EPOLLHUP);
+	close(ep);
+}
+
+TEST_F(api, ioctls)
+{
+	char buf[3000];
+	int i, n;
+
+	ASSERT_EQ(0, api_pair(_metadata, self, variant));
+	memset(buf, 7, sizeof(buf));
+	ASSERT_EQ((ssize_t)sizeof(buf), send(self->cfd, buf, sizeof(buf), 0));
+	ASSERT_NE(0, wait_for(self->sfd, POLLIN, 20000));
+	ASSERT_EQ(0, ioctl(self->sfd, SIOCINQ, &n));
+	ASSERT_EQ((int)sizeof(buf), n);
+	ASSERT_EQ(0, ioctl(self->sfd, FIONREAD, &n));
+	ASSERT_EQ((int)sizeof(buf), n);
+	/* Unacknowledged bytes drain to 0 once the peer has them. */
+	for (i = 0; i < 500; i++) {
+		ASSERT_EQ(0, ioctl(self->cfd, SIOCOUTQ, &n));
+		ASSERT_GE((int)sizeof(buf), n);
+		if (!n)
+			break;
+		usleep(10000);
+	}
+	ASSERT_EQ(0, n);
+	ASSERT_EQ(1000, recv(self->sfd, buf, 1000, 0));
+	ASSERT_EQ(0, ioctl(self->sfd, SIOCINQ, &n));
+	ASSERT_EQ(2000, n);
+	ASSERT_EQ(-1, ioctl(self->lfd, SIOCINQ, &n));
+	ASSERT_EQ(EINVAL, errno);
+}
+
+TEST_F(api, recv_flags)
+{
+	char buf[16];
+	struct timeval tv = { .tv_usec = 200000 };
+
+	ASSERT_EQ(0, api_pair(_metadata, self, variant));
+	ASSERT_EQ(-1, recv(self->sfd, buf, sizeof(buf), MSG_DONTWAIT));
+	ASSERT_EQ(EAGAIN, errno);
+	ASSERT_EQ(0, setsockopt(self->sfd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)));
+	ASSERT_EQ(-1, recv(self->sfd, buf, sizeof(buf), 0));
+	ASSERT_EQ(EAGAIN, errno);
+
+	ASSERT_EQ(10, send(self->cfd, "0123456789", 10, 0));
+	ASSERT_EQ(10, recv(self->sfd, buf, 10, MSG_PEEK | MSG_WAITALL));
+	ASSERT_EQ(0, memcmp(buf, "0123456789", 10));
+	ASSERT_EQ(4, recv(self->sfd, buf, 4, MSG_PEEK));
+	ASSERT_EQ(3, recv(self->sfd, NULL, 3, MSG_TRUNC));
+	ASSERT_EQ(7, recv(self->sfd, buf, sizeof(buf), 0));
+	ASSERT_EQ(0, memcmp(buf, "3456789", 7));
+}
+
+TEST_F(api, options)
+{
+	int val, fam = variant->t == AFRDMA_T_FAMILY ? afrdma_family_nr() :
+			(variant->v6 ? AF_INET6 : AF_INET);
+	struct tcp_info ti;
+	socklen_t len = sizeof(val);
+	char cc[16];
+
+	ASSERT_EQ(0, getsockopt(self->lfd, SOL_SOCKET, SO_ACCEPTCONN, &val, &len));
+	ASSERT_EQ(1, val);
+	ASSERT_EQ(0, api_pair(_metadata, self, variant));
+	ASSERT_EQ(0, getsockopt(self->cfd, SOL_SOCKET, SO_ACCEPTCONN, &val, &len));
+	ASSERT_EQ(0, val);
+	ASSERT_EQ(0, getsockopt(self->cfd, SOL_SOCKET, SO_TYPE, &val, &len));
+	ASSERT_EQ(SOCK_STREAM, val);
+	ASSERT_EQ(0, getsockopt(self->sfd, SOL_SOCKET, SO_PROTOCOL, &val, &len));
+	ASSERT_EQ(afrdma_ipproto_nr(), val);
+	ASSERT_EQ(0, getsockopt(self->sfd, SOL_SOCKET, SO_DOMAIN, &val, &len));
+	ASSERT_EQ(fam, val);
+
+	/* What TCP programs set blindly is taken and read back. */
+	val = 1;
+	ASSERT_EQ(0, setsockopt(self->cfd, SOL_TCP, TCP_NODELAY, &val, sizeof(val)));
+	ASSERT_EQ(0, getsockopt(self->cfd, SOL_TCP, TCP_NODELAY, &val, &len));
+	ASSERT_EQ(1, val);
+	val = 30;
+	ASSERT_EQ(0, setsockopt(self->cfd, SOL_TCP, TCP_KEEPIDLE, &val, sizeof(val)));
+	ASSERT_EQ(0, getsockopt(self->cfd, SOL_TCP, TCP_KEEPIDLE, &val, &len));
+	ASSERT_EQ(30, val);
+	val = 0;
+	ASSERT_EQ(-1, setsockopt(self->cfd, SOL_TCP, TCP_KEEPCNT, &val, sizeof(val)));
+	ASSERT_EQ(EINVAL, errno);
+	val = 1;
+	ASSERT_EQ(0, setsockopt(self->cfd, SOL_TCP, TCP_QUICKACK, &val, sizeof(val)));
+	ASSERT_EQ(0, setsockopt(self->cfd, SOL_TCP, TCP_CONGESTION, "cubic", 5));
+	len = sizeof(cc);
+	ASSERT_EQ(0, getsockopt(self->cfd, SOL_TCP, TCP_CONGESTION, cc, &len));
+	len = sizeof(ti);
+	ASSERT_EQ(0, getsockopt(self->cfd, SOL_TCP, TCP_INFO, &ti, &len));
+	ASSERT_EQ(TCP_ESTABLISHED, (int)ti.tcpi_state);
+	ASSERT_LT(0, (int)ti.tcpi_snd_mss);
+	val = 0x10;
+	if (variant->v6) {
+		ASSERT_EQ(0, setsockopt(self->cfd, SOL_IPV6, IPV6_TCLASS, &val, sizeof(val)));
+	} else {
+		ASSERT_EQ(0, setsockopt(self->cfd, SOL_IP, IP_TOS, &val, sizeof(val)));
+	}
+	val = 1;
+	ASSERT_EQ(0, setsockopt(self->cfd, SOL_SOCKET, SO_KEEPALIVE, &val, sizeof(val)));
+}
+
+TEST_F(api, readv_writev)
+{
+	char a[100], b[2000], c[5], in[2105];
+	struct iovec iov[3] = {
+		{ a, sizeof(a) }, { b, sizeof(b) }, { c, sizeof(c) },
+	};
+	size_t got = 0;
+
+	ASSERT_EQ(0, api_pair(_metadata, self, variant));
+	memset(a, 'a', sizeof(a));
+	memset(b, 'b', sizeof(b));
+	memset(c, 'c', sizeof(c));
+	ASSERT_EQ((ssize_t)sizeof(in), writev(self->cfd, iov, 3));
+	memset(a, 0, sizeof(a));
+	memset(b, 0, sizeof(b));
+	memset(c, 0, sizeof(c));
+	while (got < sizeof(in)) {
+		ssize_t n = readv(self->sfd, iov, 3);
+
+		ASSERT_LT(0, n);
+		memcpy(in + got, a, n < 100 ? n : 100);
+		if (n > 100)
+			memcpy(in + got + 100, b, n - 100 < 2000 ? n - 100 : 2000);
+		if (n > 2100)
+			memcpy(in + got + 2100, c, n - 2100);
+		got += n;
+		ASSERT_EQ(got, sizeof(in)) TH_LOG("short readv: %zd", n);
+	}
+	ASSERT_EQ('a', in[99]);
+	ASSERT_EQ('b', in[100]);
+	ASSERT_EQ('b', in[2099]);
+	ASSERT_EQ('c', in[2104]);
+}
+
+TEST_F(api, fork_and_dup)
+{
+	char buf[8];
+	pid_t pid;
+	int st, d;
+
+	ASSERT_EQ(0, api_pair(_metadata, self, variant));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid)
+		_exit(send(self->cfd, "child", 5, 0) == 5 ? 0 : 1);
+	ASSERT_EQ(pid, waitpid(pid, &st, 0));
+	ASSERT_EQ(0, WEXITSTATUS(st));
+	ASSERT_EQ(5, recv(self->sfd, buf, 5, MSG_WAITALL));
+	ASSERT_EQ(0, memcmp(buf, "child", 5));
+
+	d = dup(self->cfd);
+	ASSERT_LE(0, d);
+	close(self->cfd);
+	self->cfd = d;
+	ASSERT_EQ(3, send(d, "dup", 3, 0));
+	ASSERT_EQ(3, recv(self->sfd, buf, 3, MSG_WAITALL));
+}
+
+TEST_F(api, scm_rights)
+{
+	char cbuf[CMSG_SPACE(sizeof(int))] = {}, b = 'x', buf[4];
+	struct iovec iov = { &b, 1 };
+	struct msghdr m = {
+		.msg_iov = &iov, .msg_iovlen = 1,
+		.msg_control = cbuf, .msg_controllen = sizeof(cbuf),
+	};
+	struct cmsghdr *cm;
+	int sv[2], fd;
+
+	ASSERT_EQ(0, api_pair(_metadata, self, variant));
+	ASSERT_EQ(0, socketpair(AF_UNIX, SOCK_STREAM, 0, sv));
+	cm = CMSG_FIRSTHDR(&m);
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(cm), &self->cfd, sizeof(int));
+	ASSERT_EQ(1, sendmsg(sv[0], &m, 0));
+	close(self->cfd);
+	self->cfd = -1;
+
+	memset(cbuf, 0, sizeof(cbuf));
+	m.msg_controllen = sizeof(cbuf);
+	ASSERT_EQ(1, recvmsg(sv[1], &m, 0));
+	cm = CMSG_FIRSTHDR(&m);
+	ASSERT_NE(NULL, cm);
+	memcpy(&fd, CMSG_DATA(cm), sizeof(int));
+	self->cfd = fd;
+	ASSERT_EQ(4, send(fd, "pass", 4, 0));
+	ASSERT_EQ(4, recv(self->sfd, buf, 4, MSG_WAITALL));
+	close(sv[0]);
+	close(sv[1]);
+}
+
+static void on_alarm(int sig)
+{
+}
+
+TEST_F(api, eintr)
+{
+	struct sigaction sa = { .sa_handler = on_alarm };
+	char buf[4];
+
+	ASSERT_EQ(0, api_pair(_metadata, self, variant));
+	ASSERT_EQ(0, sigaction(SIGALRM, &sa, NULL));	/* no SA_RESTART */
+	alarm(1);
+	ASSERT_EQ(-1, recv(self->sfd, buf, sizeof(buf), 0));
+	ASSERT_EQ(EINTR, errno);
+	alarm(1);
+	ASSERT_EQ(-1, accept(self->lfd, NULL, NULL));
+	ASSERT_EQ(EINTR, errno);
+	alarm(0);
+}
+
+TEST_F(api, sendfile_and_splice)
+{
+	size_t len = 1 << 20, got = 0;
+	char path[] = "/tmp/afrdma-sendfile.XXXXXX";
+	unsigned char *data = malloc(len), *in = malloc(len);
+	off_t off = 0;
+	int fd, p[2], st;
+	pid_t pid;
+	size_t i;
+
+	ASSERT_TRUE(data && in);
+	ASSERT_EQ(0, api_pair(_metadata, self, variant));
+	for (i = 0; i < len; i++)
+		data[i] = (unsigned char)(i * 2654435761u >> 24);
+	fd = mkstemp(path);
+	ASSERT_LE(0, fd);
+	unlink(path);
+	ASSERT_EQ((ssize_t)len, write(fd, data, len));
+
+	/* More than the receive window: send from a child while we read. */
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		while ((size_t)off < len)
+			if (sendfile(self->cfd, fd, &off, len - off) <= 0)
+				_exit(1);
+		_exit(0);
+	}
+	close(fd);
+
+	/* Out of the socket through a pipe. */
+	ASSERT_EQ(0, pipe(p));
+	while (got < len) {
+		ssize_t n = splice(self->sfd, NULL, p[1], NULL, 65536, 0);
+
+		ASSERT_LT(0, n) TH_LOG("splice: %s", strerror(errno));
+		ASSERT_EQ(n, read(p[0], in + got, n));
+		got += n;
+	}
+	ASSERT_EQ(0, memcmp(data, in, len));
+	ASSERT_EQ(pid, waitpid(pid, &st, 0));
+	ASSERT_EQ(0, WEXITSTATUS(st)) TH_LOG("sendfile failed in the child");
+
+	/* Into the socket from a pipe. */
+	ASSERT_EQ(5, write(p[1], "spliz", 5));
+	ASSERT_EQ(5, splice(p[0], NULL, self->cfd, NULL, 5, 0));
+	ASSERT_EQ(5, recv(self->sfd, in, 5, MSG_WAITALL));
+	ASSERT_EQ(0, memcmp(in, "spliz", 5));
+	close(p[0]);
+	close(p[1]);
+	free(data);
+	free(in);
+}
+
+TEST_HARNESS_MAIN
