@@ -15,7 +15,6 @@ for t in af_rdma ipproto_rdma tcp; do
 	echo "== $t"
 	./tools/afrdma-perf client -t "$t" -a "$AFRDMA_ADDR" -p 7000 -m pingpong -s 64 -i 2000
 	./tools/afrdma-perf client -t "$t" -a "$AFRDMA_ADDR" -p 7000 -m stream -s 64K -n 256M
-	[ "$t" = af_rdma ] && rdma resource show qp type RC
 	kill %1
 	wait 2>/dev/null || true
 done
