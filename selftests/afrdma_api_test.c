@@ -451,4 +451,83 @@ TEST_F(api, sendfile_and_splice)
 	free(in);
 }
 
+static int sysctl_rw(const char *name, const char *set)
+{
+	char path[128], buf[32] = "";
+	int fd, n;
+
+	snprintf(path, sizeof(path), "/proc/sys/net/afrdma/%s", name);
+	fd = open(path, set ? O_WRONLY : O_RDONLY);
+	if (fd < 0)
+		return -errno;
+	n = set ? write(fd, set, strlen(set)) : read(fd, buf, sizeof(buf) - 1);
+	n = n < 0 ? -errno : set ? 0 : atoi(buf);
+	close(fd);
+	return n;
+}
+
+static unsigned int rcv_space(int fd)
+{
+	struct tcp_info ti = {};
+	socklen_t len = sizeof(ti);
+
+	if (getsockopt(fd, SOL_TCP, TCP_INFO, &ti, &len))
+		return 0;
+	return ti.tcpi_rcv_space;
+}
+
+/* net.afrdma.* sizes new connections only; SO_RCVBUF overrides them. */
+TEST_F(api, buffers)
+{
+	static char big[1 << 20];
+	int old_fd, st, val = 64 * 1024;
+	size_t got = 0;
+	pid_t pid;
+
+	ASSERT_EQ(32, sysctl_rw("rx_slots", NULL));
+	ASSERT_EQ(32, sysctl_rw("tx_slots", NULL));
+	ASSERT_EQ(16384, sysctl_rw("slot_size", NULL));
+	ASSERT_EQ(-EINVAL, sysctl_rw("rx_slots", "3"));
+	ASSERT_EQ(-EINVAL, sysctl_rw("slot_size", "100"));
+	ASSERT_EQ(32, sysctl_rw("rx_slots", NULL));
+
+	ASSERT_EQ(0, api_pair(_metadata, self, variant));
+	ASSERT_EQ(32U * 16384, rcv_space(self->sfd));
+	old_fd = self->sfd;
+
+	ASSERT_EQ(0, sysctl_rw("rx_slots", "8"));
+	close(self->cfd);
+	self->cfd = afrdma_connect_to(variant->t, test_addr(variant->v6), self->port);
+	self->sfd = accept(self->lfd, NULL, NULL);
+	sysctl_rw("rx_slots", "32");
+	ASSERT_LE(0, self->sfd);
+	ASSERT_EQ(8U * 16384, rcv_space(self->sfd));
+	/* The live connection kept its buffers. */
+	ASSERT_EQ(32U * 16384, rcv_space(old_fd));
+	close(old_fd);
+
+	close(self->cfd);
+	self->cfd = afrdma_socket(variant->t, self->ss.ss_family, 0);
+	ASSERT_LE(0, self->cfd);
+	ASSERT_EQ(0, setsockopt(self->cfd, SOL_SOCKET, SO_RCVBUF, &val, sizeof(val)));
+	ASSERT_EQ(0, connect(self->cfd, (struct sockaddr *)&self->ss, self->sslen));
+	ASSERT_EQ(65536U, rcv_space(self->cfd));
+	/* And data still flows through four receive buffers. */
+	close(self->sfd);
+	self->sfd = accept(self->lfd, NULL, NULL);
+	ASSERT_LE(0, self->sfd);
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid)
+		_exit(send(self->sfd, big, sizeof(big), 0) == sizeof(big) ? 0 : 1);
+	while (got < sizeof(big)) {
+		ssize_t n = recv(self->cfd, big, sizeof(big), 0);
+
+		ASSERT_LT(0, n);
+		got += n;
+	}
+	ASSERT_EQ(pid, waitpid(pid, &st, 0));
+	ASSERT_EQ(0, WEXITSTATUS(st));
+}
+
 TEST_HARNESS_MAIN

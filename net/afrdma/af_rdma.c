@@ -93,6 +93,7 @@ struct sock *afrdma_sk_clone(struct sock *parent)
 	sk->sk_uid = parent->sk_uid;
 	sk->sk_sndbuf = parent->sk_sndbuf;
 	sk->sk_rcvbuf = parent->sk_rcvbuf;
+	sk->sk_userlocks = parent->sk_userlocks;
 	sk->sk_rcvtimeo = parent->sk_rcvtimeo;
 	sk->sk_sndtimeo = parent->sk_sndtimeo;
 	sk->sk_destruct = afrdma_sk(parent)->base_destruct;
@@ -737,9 +738,12 @@ static int __init afrdma_init(void)
 	if (err)
 		goto out_prot;
 #endif
-	err = afrdma_device_init();
+	err = afrdma_sysctl_init();
 	if (err)
 		goto out_prot6;
+	err = afrdma_device_init();
+	if (err)
+		goto out_sysctl;
 
 	err = sock_register(&afrdma_net_family);
 	if (err) {
@@ -766,6 +770,8 @@ out_inet:
 #endif
 out_device:
 	afrdma_device_exit();
+out_sysctl:
+	afrdma_sysctl_exit();
 out_prot6:
 #if IS_ENABLED(CONFIG_IPV6)
 	proto_unregister(&afrdma6_prot);
@@ -783,6 +789,7 @@ static void __exit afrdma_exit(void)
 	inet_unregister_protosw(&afrdma_inet_protosw);
 	sock_unregister(afrdma_family);
 	afrdma_device_exit();
+	afrdma_sysctl_exit();
 #if IS_ENABLED(CONFIG_IPV6)
 	proto_unregister(&afrdma6_prot);
 #endif

@@ -26,6 +26,17 @@
 #define AFRDMA_RESOLVE_MS	2000
 #define AFRDMA_TCP_OPTS		16
 
+/* Local limit on buffers per direction: the QP and CQ are sized from it. */
+#define AFRDMA_MAX_SLOTS_LOCAL	1024
+
+/* net.afrdma.*, per network namespace; read once per connection. */
+struct afrdma_net {
+	int			rx_slots;
+	int			tx_slots;
+	int			slot_size;
+	struct ctl_table_header	*sysctl;
+};
+
 extern int afrdma_family;
 extern int afrdma_ipproto;
 
@@ -89,6 +100,7 @@ struct afrdma_conn {
 	unsigned int		rx_slot_size;
 	struct afrdma_tx_slot	*tx;
 	unsigned int		tx_slots;
+	unsigned int		tx_slot_size;
 	struct afrdma_tx_slot	ctrl[AFRDMA_CTRL_SLOTS];
 	void			*ctrl_buf;
 	u64			ctrl_dma;
@@ -160,6 +172,11 @@ int afrdma_setsockopt(struct socket *sock, int level, int optname,
 		      sockptr_t optval, unsigned int optlen);
 int afrdma_getsockopt(struct socket *sock, int level, int optname,
 		      char __user *optval, int __user *optlen);
+
+/* sysctl.c */
+int afrdma_sysctl_init(void);
+void afrdma_sysctl_exit(void);
+struct afrdma_net *afrdma_net(const struct net *net);
 
 /* cm.c */
 int afrdma_cm_create_id(struct sock *sk);

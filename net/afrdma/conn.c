@@ -56,7 +56,7 @@ static void afrdma_free_tx(struct afrdma_conn *conn)
 
 		if (!slot->buf)
 			break;
-		ib_dma_unmap_single(ibdev, slot->dma, AFRDMA_SLOT_SIZE,
+		ib_dma_unmap_single(ibdev, slot->dma, conn->tx_slot_size,
 				    DMA_TO_DEVICE);
 		kfree(slot->buf);
 	}
@@ -103,7 +103,7 @@ static int afrdma_alloc_bufs(struct afrdma_conn *conn)
 	for (i = 0; i < conn->tx_slots; i++) {
 		struct afrdma_tx_slot *slot = &conn->tx[i];
 
-		slot->buf = afrdma_map_buf(ibdev, AFRDMA_SLOT_SIZE,
+		slot->buf = afrdma_map_buf(ibdev, conn->tx_slot_size,
 					   DMA_TO_DEVICE, &slot->dma);
 		if (!slot->buf)
 			return -ENOMEM;
@@ -161,6 +161,30 @@ static int afrdma_create_qp(struct afrdma_conn *conn)
 }
 
 /*
+ * Buffers from net.afrdma.*, or from SO_RCVBUF/SO_SNDBUF where the program
+ * set them (the core already capped those at net.core.[rw]mem_max).
+ */
+static void afrdma_conn_size(struct afrdma_conn *conn, const struct sock *sk)
+{
+	const struct afrdma_net *an = afrdma_net(sock_net(sk));
+	unsigned int size = READ_ONCE(an->slot_size);
+
+	conn->rx_slot_size = size;
+	conn->tx_slot_size = size;
+	conn->rx_slots = READ_ONCE(an->rx_slots);
+	conn->tx_slots = READ_ONCE(an->tx_slots);
+	/* The core doubles what the program asked for; undo that. */
+	if (sk->sk_userlocks & SOCK_RCVBUF_LOCK)
+		conn->rx_slots = clamp_t(unsigned int,
+					 READ_ONCE(sk->sk_rcvbuf) / 2 / size,
+					 AFRDMA_MIN_SLOTS, AFRDMA_MAX_SLOTS_LOCAL);
+	if (sk->sk_userlocks & SOCK_SNDBUF_LOCK)
+		conn->tx_slots = clamp_t(unsigned int,
+					 READ_ONCE(sk->sk_sndbuf) / 2 / size,
+					 AFRDMA_MIN_SLOTS, AFRDMA_MAX_SLOTS_LOCAL);
+}
+
+/*
  * Sets up everything a connection needs before rdma_connect() or
  * rdma_accept(), receive buffers posted.  Called with the socket locked.
  */
@@ -175,9 +199,7 @@ struct afrdma_conn *afrdma_conn_create(struct sock *sk, struct rdma_cm_id *id)
 		return ERR_PTR(-ENOMEM);
 	conn->sk = sk;
 	conn->cm_id = id;
-	conn->rx_slots = AFRDMA_RX_SLOTS;
-	conn->rx_slot_size = AFRDMA_SLOT_SIZE;
-	conn->tx_slots = AFRDMA_TX_SLOTS;
+	afrdma_conn_size(conn, sk);
 	spin_lock_init(&conn->lock);
 	INIT_LIST_HEAD(&conn->rx_ready);
 	INIT_LIST_HEAD(&conn->dev_node);
@@ -224,7 +246,7 @@ int afrdma_conn_start(struct afrdma_conn *conn,
 	spin_lock_bh(&conn->lock);
 	conn->peer_rx_slots = peer->rx_slots;
 	conn->tx_credits = peer->rx_slots;
-	conn->tx_payload = min_t(unsigned int, AFRDMA_SLOT_SIZE,
+	conn->tx_payload = min_t(unsigned int, conn->tx_slot_size,
 				 peer->rx_slot_size) -
 			   sizeof(struct afrdma_msg_hdr);
 	spin_unlock_bh(&conn->lock);

@@ -1,0 +1,115 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * afrdma per-network-namespace settings under net.afrdma.*.  Values are
+ * read when a connection is set up, so a change applies to new
+ * connections and never touches live ones.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/slab.h>
+#include <linux/sysctl.h>
+#include <net/net_namespace.h>
+#include <net/netns/generic.h>
+
+#include "afrdma.h"
+
+static unsigned int afrdma_net_id __read_mostly;
+
+static int afrdma_slots_min = AFRDMA_MIN_SLOTS;
+static int afrdma_slots_max = AFRDMA_MAX_SLOTS_LOCAL;
+static int afrdma_slot_size_min = AFRDMA_MIN_SLOT_SIZE;
+static int afrdma_slot_size_max = AFRDMA_MAX_SLOT_SIZE;
+
+static const struct afrdma_net afrdma_net_defaults = {
+	.rx_slots	= AFRDMA_RX_SLOTS,
+	.tx_slots	= AFRDMA_TX_SLOTS,
+	.slot_size	= AFRDMA_SLOT_SIZE,
+};
+
+/* .data points into init_net's copy; each netns gets its own. */
+static struct ctl_table afrdma_sysctl_template[] = {
+	{
+		.procname	= "rx_slots",
+		.maxlen		= sizeof(int),
+		.mode		= 0644,
+		.proc_handler	= proc_dointvec_minmax,
+		.extra1		= &afrdma_slots_min,
+		.extra2		= &afrdma_slots_max,
+	},
+	{
+		.procname	= "tx_slots",
+		.maxlen		= sizeof(int),
+		.mode		= 0644,
+		.proc_handler	= proc_dointvec_minmax,
+		.extra1		= &afrdma_slots_min,
+		.extra2		= &afrdma_slots_max,
+	},
+	{
+		.procname	= "slot_size",
+		.maxlen		= sizeof(int),
+		.mode		= 0644,
+		.proc_handler	= proc_dointvec_minmax,
+		.extra1		= &afrdma_slot_size_min,
+		.extra2		= &afrdma_slot_size_max,
+	},
+	{ }	/* sentinel, for kernels that still want one */
+};
+
+#define AFRDMA_SYSCTLS	(ARRAY_SIZE(afrdma_sysctl_template) - 1)
+
+struct afrdma_net *afrdma_net(const struct net *net)
+{
+	return net_generic(net, afrdma_net_id);
+}
+
+static int __net_init afrdma_net_init(struct net *net)
+{
+	struct afrdma_net *an = afrdma_net(net);
+	struct ctl_table *table;
+
+	*an = afrdma_net_defaults;
+	table = kmemdup(afrdma_sysctl_template, sizeof(afrdma_sysctl_template),
+			GFP_KERNEL);
+	if (!table)
+		return -ENOMEM;
+	table[0].data = &an->rx_slots;
+	table[1].data = &an->tx_slots;
+	table[2].data = &an->slot_size;
+#ifdef AFRDMA_HAVE_REGISTER_NET_SYSCTL_SZ
+	an->sysctl = register_net_sysctl_sz(net, "net/afrdma", table,
+					    AFRDMA_SYSCTLS);
+#else
+	an->sysctl = register_net_sysctl(net, "net/afrdma", table);
+#endif
+	if (!an->sysctl) {
+		kfree(table);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+static void __net_exit afrdma_net_exit(struct net *net)
+{
+	struct afrdma_net *an = afrdma_net(net);
+	const struct ctl_table *table = an->sysctl->ctl_table_arg;
+
+	unregister_net_sysctl_table(an->sysctl);
+	kfree(table);
+}
+
+static struct pernet_operations afrdma_net_ops = {
+	.init	= afrdma_net_init,
+	.exit	= afrdma_net_exit,
+	.id	= &afrdma_net_id,
+	.size	= sizeof(struct afrdma_net),
+};
+
+int afrdma_sysctl_init(void)
+{
+	return register_pernet_subsys(&afrdma_net_ops);
+}
+
+void afrdma_sysctl_exit(void)
+{
+	unregister_pernet_subsys(&afrdma_net_ops);
+}
