@@ -530,4 +530,90 @@ TEST_F(api, buffers)
 	ASSERT_EQ(0, WEXITSTATUS(st));
 }
 
+/* Port 0 is ephemeral; a second bind of a bound port is EADDRINUSE. */
+TEST_F(api, addr_in_use)
+{
+	struct sockaddr_storage ss = self->ss;
+	int fd;
+
+	ASSERT_NE(0, self->port);
+	fd = afrdma_socket(variant->t, ss.ss_family, 0);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(-1, bind(fd, (struct sockaddr *)&ss, self->sslen));
+	ASSERT_EQ(EADDRINUSE, errno);
+	close(fd);
+}
+
+/* Ports below 1024 need CAP_NET_BIND_SERVICE, as for TCP. */
+TEST_F(api, privileged_port)
+{
+	struct sockaddr_storage ss;
+	socklen_t len;
+	pid_t pid;
+	int st;
+
+	len = afrdma_make_addr(&ss, test_addr(variant->v6), 1000);
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		int fd;
+
+		if (setgid(65534) || setuid(65534))
+			_exit(2);
+		fd = afrdma_socket(variant->t, ss.ss_family, 0);
+		if (fd < 0)
+			_exit(3);
+		if (bind(fd, (struct sockaddr *)&ss, len) == 0 || errno != EACCES)
+			_exit(4);
+		/* An unprivileged port is fine. */
+		len = afrdma_make_addr(&ss, test_addr(variant->v6), 0);
+		_exit(bind(fd, (struct sockaddr *)&ss, len) ? 5 : 0);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &st, 0));
+	ASSERT_EQ(0, WEXITSTATUS(st));
+}
+
+FIXTURE(mapped) {
+	int lfd, cfd, sfd;
+};
+
+FIXTURE_SETUP(mapped)
+{
+	self->cfd = self->sfd = -1;
+	self->lfd = -1;
+}
+
+FIXTURE_TEARDOWN(mapped)
+{
+	if (self->sfd >= 0)
+		close(self->sfd);
+	if (self->cfd >= 0)
+		close(self->cfd);
+	if (self->lfd >= 0)
+		close(self->lfd);
+}
+
+/* An AF_INET6 IPPROTO_RDMA socket reaches an IPv4 listener by ::ffff:a.b.c.d. */
+TEST_F(mapped, v4_mapped)
+{
+	struct sockaddr_in6 peer;
+	socklen_t len = sizeof(peer);
+	unsigned short port;
+	char mapped[64], buf[4];
+
+	self->lfd = afrdma_listen_on(AFRDMA_T_IPPROTO, test_addr(false), 0, 4, &port);
+	ASSERT_LE(0, self->lfd);
+	snprintf(mapped, sizeof(mapped), "::ffff:%s", test_addr(false));
+	self->cfd = afrdma_connect_to(AFRDMA_T_IPPROTO, mapped, port);
+	ASSERT_LE(0, self->cfd) TH_LOG("connect %s: %s", mapped, strerror(errno));
+	self->sfd = accept(self->lfd, NULL, NULL);
+	ASSERT_LE(0, self->sfd);
+	ASSERT_EQ(0, getpeername(self->cfd, (struct sockaddr *)&peer, &len));
+	ASSERT_EQ(AF_INET6, peer.sin6_family);
+	ASSERT_TRUE(IN6_IS_ADDR_V4MAPPED(&peer.sin6_addr));
+	ASSERT_EQ(port, ntohs(peer.sin6_port));
+	ASSERT_EQ(2, send(self->cfd, "v4", 2, 0));
+	ASSERT_EQ(2, recv(self->sfd, buf, 2, MSG_WAITALL));
+}
+
 TEST_HARNESS_MAIN
