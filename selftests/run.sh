@@ -69,6 +69,8 @@ run afrdma_api_test ./selftests/afrdma_api_test
 run python_echo python3 ./selftests/echo.py
 run preload ./selftests/preload.sh
 run transfer ./selftests/transfer.sh
+# Last: it replaces rxe0.
+run devremove ./selftests/devremove.sh
 
 check "rmmod afrdma after the tests" rmmod afrdma
 summary

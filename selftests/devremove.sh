@@ -1,0 +1,99 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Device removal and arrival: `rdma link delete rxe0` under a blocked recv
+# resets the connection (ECONNRESET, no hang), and an rxe device added
+# afterwards carries new connections.  Needs the vm-run guest's rxe0 on va;
+# run last, it replaces that device.  Prints TAP.
+set -u
+cd "$(dirname "$0")/.."
+addr=${AFRDMA_ADDR:-10.99.0.1}
+pass=0 fail=0 n=0
+
+result()
+{
+	n=$((n + 1))
+	if [ "$1" = ok ]; then
+		echo "ok $n $2"; pass=$((pass + 1))
+	else
+		echo "not ok $n $2"; fail=$((fail + 1))
+	fi
+}
+
+echo "TAP version 13"
+echo "1..2"
+if ! rdma link show rxe0/1 >/dev/null 2>&1; then
+	echo "# no rxe0: not inside tools/testing/vm-run"
+	result fail device_removal
+	result fail device_added_later
+	echo "# Totals: pass:0 fail:2 xfail:0 xpass:0 skip:0 error:0"
+	exit 1
+fi
+
+log=$(mktemp)
+python3 - "$addr" > "$log" 2>&1 <<'PY' &
+import socket, sys, time
+addr = sys.argv[1]
+p = int(open("/sys/module/afrdma/parameters/ipproto").read())
+s = socket.socket(socket.AF_INET, socket.SOCK_STREAM, p)
+s.bind((addr, 0))
+s.listen(1)
+c = socket.socket(socket.AF_INET, socket.SOCK_STREAM, p)
+c.connect(s.getsockname())
+a, _ = s.accept()
+print("connected", flush=True)
+try:
+    a.recv(10)
+    print("recv returned")
+except ConnectionResetError:
+    print("recv ECONNRESET")
+try:
+    c.send(b"y")
+    print("send returned")
+except (ConnectionResetError, BrokenPipeError) as e:
+    print("send", type(e).__name__)
+PY
+py=$!
+for _ in $(seq 100); do
+	grep -q connected "$log" && break
+	sleep 0.1
+done
+timeout 30 rdma link delete rxe0
+del=$?
+timeout 30 tail --pid=$py -f /dev/null
+wait $py
+sed 's/^/# /' "$log"
+if [ $del = 0 ] && grep -q 'recv ECONNRESET' "$log" && grep -q '^send ' "$log"; then
+	result ok device_removal
+else
+	result fail device_removal
+fi
+rm -f "$log"
+
+# A device that arrives after the module loaded is used.
+rdma link add rxe0 type rxe netdev va
+for _ in $(seq 100); do
+	grep -q ACTIVE /sys/class/infiniband/rxe0/ports/1/state 2>/dev/null && break
+	sleep 0.1
+done
+srvlog=$(mktemp)
+./tools/afrdma-perf server -1 -a "$addr" -p 0 > "$srvlog" 2>&1 &
+srv=$!
+port=
+for _ in $(seq 100); do
+	port=$(sed -n 's/.* port \([0-9]*\) .*/\1/p' "$srvlog")
+	[ -n "$port" ] && break
+	sleep 0.1
+done
+out=$(timeout 60 ./tools/afrdma-perf client -a "$addr" -p "${port:-1}" -m stream -n 4M 2>&1)
+rc=$?
+wait $srv
+echo "$out" | sed 's/^/# /'
+rm -f "$srvlog"
+if [ $rc = 0 ] && [[ $out == *"checksums match"* ]]; then
+	result ok device_added_later
+else
+	result fail device_added_later
+fi
+echo "# Totals: pass:$pass fail:$fail xfail:0 xpass:0 skip:0 error:0"
+[ $fail = 0 ]
