@@ -397,6 +397,48 @@ TEST_F(api, eintr)
 	alarm(0);
 }
 
+/* With SA_RESTART a blocked recv survives the signal and gets the data. */
+TEST_F(api, sa_restart)
+{
+	struct sigaction sa = { .sa_handler = on_alarm, .sa_flags = SA_RESTART };
+	char buf[4];
+	pid_t pid;
+	int st;
+
+	ASSERT_EQ(0, api_pair(_metadata, self, variant));
+	ASSERT_EQ(0, sigaction(SIGALRM, &sa, NULL));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		sleep(2);
+		_exit(send(self->cfd, "late", 4, 0) == 4 ? 0 : 1);
+	}
+	alarm(1);
+	ASSERT_EQ(4, recv(self->sfd, buf, 4, MSG_WAITALL));
+	ASSERT_EQ(0, memcmp(buf, "late", 4));
+	ASSERT_EQ(pid, waitpid(pid, &st, 0));
+	ASSERT_EQ(0, WEXITSTATUS(st));
+}
+
+/* A full window with SO_SNDTIMEO: a partial count, then EAGAIN. */
+TEST_F(api, send_timeout)
+{
+	struct timeval tv = { .tv_usec = 300000 };
+	static char big[4 << 20];
+	ssize_t n;
+
+	ASSERT_EQ(0, api_pair(_metadata, self, variant));
+	ASSERT_EQ(0, setsockopt(self->cfd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)));
+	n = send(self->cfd, big, sizeof(big), 0);
+	ASSERT_LT(0, n);
+	ASSERT_GT((ssize_t)sizeof(big), n);
+	ASSERT_EQ(-1, send(self->cfd, big, sizeof(big), 0));
+	ASSERT_EQ(EAGAIN, errno);
+	ASSERT_EQ(-1, send(self->cfd, big, 1, MSG_DONTWAIT));
+	ASSERT_EQ(EAGAIN, errno);
+	ASSERT_EQ(0, wait_for(self->cfd, POLLOUT, 0));
+}
+
 TEST_F(api, sendfile_and_splice)
 {
 	size_t len = 1 << 20, got = 0;
