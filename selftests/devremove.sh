@@ -8,25 +8,15 @@
 set -u
 cd "$(dirname "$0")/.."
 addr=${AFRDMA_ADDR:-10.99.0.1}
-pass=0 fail=0 n=0
-
-result()
-{
-	n=$((n + 1))
-	if [ "$1" = ok ]; then
-		echo "ok $n $2"; pass=$((pass + 1))
-	else
-		echo "not ok $n $2"; fail=$((fail + 1))
-	fi
-}
+. selftests/lib.sh
 
 echo "TAP version 13"
 echo "1..2"
 if ! rdma link show rxe0/1 >/dev/null 2>&1; then
 	echo "# no rxe0: not inside tools/testing/vm-run"
-	result fail device_removal
-	result fail device_added_later
-	echo "# Totals: pass:0 fail:2 xfail:0 xpass:0 skip:0 error:0"
+	tap_result fail device_removal
+	tap_result fail device_added_later
+	tap_totals
 	exit 1
 fi
 
@@ -64,9 +54,9 @@ timeout 30 tail --pid=$py -f /dev/null
 wait $py
 sed 's/^/# /' "$log"
 if [ $del = 0 ] && grep -q 'recv ECONNRESET' "$log" && grep -q '^send ' "$log"; then
-	result ok device_removal
+	tap_result ok device_removal
 else
-	result fail device_removal
+	tap_result fail device_removal
 fi
 rm -f "$log"
 
@@ -76,24 +66,12 @@ for _ in $(seq 100); do
 	grep -q ACTIVE /sys/class/infiniband/rxe0/ports/1/state 2>/dev/null && break
 	sleep 0.1
 done
-srvlog=$(mktemp)
-./tools/afrdma-perf server -1 -a "$addr" -p 0 > "$srvlog" 2>&1 &
-srv=$!
-port=
-for _ in $(seq 100); do
-	port=$(sed -n 's/.* port \([0-9]*\) .*/\1/p' "$srvlog")
-	[ -n "$port" ] && break
-	sleep 0.1
-done
-out=$(timeout 60 ./tools/afrdma-perf client -a "$addr" -p "${port:-1}" -m stream -n 4M 2>&1)
-rc=$?
-wait $srv
+perf_stream "$addr" 4M
 echo "$out" | sed 's/^/# /'
-rm -f "$srvlog"
-if [ $rc = 0 ] && [[ $out == *"checksums match"* ]]; then
-	result ok device_added_later
+if [ $rc = 0 ]; then
+	tap_result ok device_added_later
 else
-	result fail device_added_later
+	tap_result fail device_added_later
 fi
-echo "# Totals: pass:$pass fail:$fail xfail:0 xpass:0 skip:0 error:0"
+tap_totals
 [ $fail = 0 ]

@@ -9,17 +9,7 @@ cd "$(dirname "$0")/.."
 run=tools/afrdma-run
 addr=${AFRDMA_ADDR:-10.99.0.1}
 proto=$(cat /sys/module/afrdma/parameters/ipproto)
-pass=0 fail=0 skip=0 n=0
-
-result()
-{
-	n=$((n + 1))
-	case $1 in
-	ok)   echo "ok $n $2"; pass=$((pass + 1)) ;;
-	skip) echo "ok $n $2 # SKIP $3"; skip=$((skip + 1)) ;;
-	*)    echo "not ok $n $2"; fail=$((fail + 1)) ;;
-	esac
-}
+. selftests/lib.sh
 
 # Prints the protocol of the sockets a plain Python echo used.
 py_echo()
@@ -49,13 +39,13 @@ echo "1..3"
 
 got=$($run bash -c "$(declare -f py_echo); addr=$addr; py_echo" 2>&1)
 echo "$got" | sed 's/^/# /'
-[ "$got" = "$proto" ] && result ok preload_python_echo || result fail preload_python_echo
+[ "$got" = "$proto" ] && tap_result ok preload_python_echo || tap_result fail preload_python_echo
 
 got=$(AFRDMA_PRELOAD=0 $run bash -c "$(declare -f py_echo); addr=$addr; py_echo" 2>&1)
-[ "$got" = 6 ] && result ok preload_off_is_tcp || result fail preload_off_is_tcp
+[ "$got" = 6 ] && tap_result ok preload_off_is_tcp || tap_result fail preload_off_is_tcp
 
 if ! command -v iperf3 >/dev/null; then
-	result skip iperf3 "iperf3 is not installed"
+	tap_result skip iperf3 "iperf3 is not installed"
 else
 	slog=$(mktemp) clog=$(mktemp)
 	$run iperf3 -s -1 -J -B "$addr" -p 5201 > "$slog" 2>&1 &
@@ -78,13 +68,13 @@ else
 	echo "# iperf3 over afrdma: client saw $cb bytes received, server $sb; $qps RC QPs during the run"
 	if [ $crc = 0 ] && [ $src = 0 ] && [ "$cb" -gt 0 ] && [ "$sb" -gt 0 ] &&
 	   [ "$qps" -ge 4 ]; then
-		result ok iperf3_5s
+		tap_result ok iperf3_5s
 	else
 		sed 's/^/# client: /' "$clog" | tail -20
 		sed 's/^/# server: /' "$slog" | tail -20
-		result fail iperf3_5s
+		tap_result fail iperf3_5s
 	fi
 	rm -f "$slog" "$clog"
 fi
-echo "# Totals: pass:$pass fail:$fail xfail:0 xpass:0 skip:$skip error:0"
+tap_totals
 [ $fail = 0 ]
