@@ -14,69 +14,16 @@
 
 #include "kselftest_harness.h"
 #include "lib/afrdma_sock.h"
+#include "afrdma_selftest.h"
 
 static const char *addr4(void)
 {
-	const char *a = getenv("AFRDMA_ADDR");
-
-	return a ? a : "10.99.0.1";
+	return test_addr(false);
 }
 
 static const char *addr6(void)
 {
-	const char *a = getenv("AFRDMA_ADDR6");
-
-	return a ? a : "fd99::1";
-}
-
-/* Number of RC QPs that `rdma resource show qp` lists right now. */
-static int rc_qps(void)
-{
-	FILE *p = popen("rdma resource show qp 2>/dev/null", "r");
-	char line[512];
-	int n = 0;
-
-	if (!p)
-		return -1;
-	while (fgets(line, sizeof(line), p))
-		if (strstr(line, "type RC"))
-			n++;
-	return pclose(p) == 0 ? n : -1;
-}
-
-/* QPs on all devices, from the per-device summary of `rdma resource`. */
-static int all_qps(void)
-{
-	FILE *p = popen("rdma resource show 2>/dev/null", "r");
-	char line[512], *q;
-	int n = 0;
-
-	if (!p)
-		return -1;
-	while (fgets(line, sizeof(line), p)) {
-		q = strstr(line, " qp ");
-		if (q)
-			n += atoi(q + 4);
-	}
-	return pclose(p) == 0 ? n : -1;
-}
-
-static void fill(unsigned char *buf, size_t len, unsigned int seed)
-{
-	size_t i;
-
-	for (i = 0; i < len; i++)
-		buf[i] = (unsigned char)((i * 131 + seed * 7 + (i >> 9)) & 0xff);
-}
-
-/* Waits for @events on @fd; returns revents, 0 on timeout. */
-static int wait_for(int fd, short events, int ms)
-{
-	struct pollfd p = { .fd = fd, .events = events };
-
-	if (poll(&p, 1, ms) <= 0)
-		return 0;
-	return p.revents;
+	return test_addr(true);
 }
 
 struct writer {
@@ -305,11 +252,15 @@ TEST_F(any, refused)
 	ASSERT_EQ(ECONNREFUSED, errno);
 }
 
-/* A peer behind a netdev that has no RDMA device, and one with no route. */
+/*
+ * A peer behind a netdev that has no RDMA device, and one with no route,
+ * with the TCP fallback off (afrdma_fallback_test covers it on).
+ */
 TEST_F(any, unreachable)
 {
 	const char *via_dummy = variant->v6 ? "fd98::2" : "10.98.0.2";
 	const char *no_route = variant->v6 ? "2001:db8::1" : "192.0.2.1";
+	int saved = afrdma_sysctl("fallback", -1);
 
 	ASSERT_EQ(0, system("ip link show afrdma-dummy >/dev/null 2>&1 || "
 			    "ip -batch - <<'EOF'\n"
@@ -318,12 +269,15 @@ TEST_F(any, unreachable)
 			    "addr add fd98::1/64 dev afrdma-dummy nodad\n"
 			    "link set afrdma-dummy up\n"
 			    "EOF"));
-	ASSERT_EQ(-1, afrdma_connect_to(variant->t, via_dummy, 7));
-	ASSERT_TRUE(errno == EHOSTUNREACH || errno == ENETUNREACH)
+	ASSERT_LE(0, saved);
+	ASSERT_EQ(0, afrdma_sysctl("fallback", 0));
+	EXPECT_EQ(-1, afrdma_connect_to(variant->t, via_dummy, 7));
+	EXPECT_TRUE(errno == EHOSTUNREACH || errno == ENETUNREACH)
 		TH_LOG("%s: %s", via_dummy, strerror(errno));
-	ASSERT_EQ(-1, afrdma_connect_to(variant->t, no_route, 7));
-	ASSERT_TRUE(errno == EHOSTUNREACH || errno == ENETUNREACH)
+	EXPECT_EQ(-1, afrdma_connect_to(variant->t, no_route, 7));
+	EXPECT_TRUE(errno == EHOSTUNREACH || errno == ENETUNREACH)
 		TH_LOG("%s: %s", no_route, strerror(errno));
+	ASSERT_EQ(saved, afrdma_sysctl("fallback", saved));
 }
 
 TEST_F(any, bad_sockaddr)

@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * afrdma: the administration tool.  Shows the module's parameters and the
- * RDMA devices afrdma can use.
+ * afrdma: the administration tool.  Shows the module's parameters, its
+ * counters and the RDMA devices afrdma can use.
  *
- *   afrdma params     family and protocol numbers in effect
- *   afrdma devices    RDMA devices with their ports, state and netdev
+ *   afrdma params       family and protocol numbers in effect
+ *   afrdma stats [-j]   this network namespace's counters, or as JSON
+ *   afrdma devices      RDMA devices with their ports, state and netdev
  */
 #include <dirent.h>
 #include <stdbool.h>
@@ -35,6 +36,36 @@ static int cmd_params(void)
 	}
 	printf("family  %d\nipproto %d\n", afrdma_family_nr(), afrdma_ipproto_nr());
 	return 0;
+}
+
+/* /proc/net/afrdma_stat, one "Name value" per line, as text or JSON. */
+static int cmd_stats(bool json)
+{
+	const char *path = "/proc/net/afrdma_stat";
+	unsigned long long val;
+	char name[64];
+	int n = 0;
+	FILE *f;
+
+	f = fopen(path, "r");
+	if (!f) {
+		fprintf(stderr, "afrdma: %s: %s%s\n", path, strerror(errno),
+			errno == ENOENT ? " (is the module loaded?)" : "");
+		return 1;
+	}
+	if (json)
+		putchar('{');
+	while (fscanf(f, "%63s %llu", name, &val) == 2) {
+		if (json)
+			printf("%s\"%s\":%llu", n ? "," : "", name, val);
+		else
+			printf("%-24s %llu\n", name, val);
+		n++;
+	}
+	if (json)
+		puts("}");
+	fclose(f);
+	return n ? 0 : 1;
 }
 
 static int cmd_devices(void)
@@ -83,15 +114,19 @@ static int cmd_devices(void)
 
 static void usage(FILE *f)
 {
-	fprintf(f, "Usage: afrdma params | devices\n"
-		   "  params   address family and IPPROTO numbers in effect\n"
-		   "  devices  RDMA devices afrdma can use\n");
+	fprintf(f, "Usage: afrdma params | stats [-j] | devices\n"
+		   "  params      address family and IPPROTO numbers in effect\n"
+		   "  stats [-j]  counters of this network namespace (-j: JSON)\n"
+		   "  devices     RDMA devices afrdma can use\n");
 }
 
 int main(int argc, char **argv)
 {
 	if (argc == 2 && !strcmp(argv[1], "params"))
 		return cmd_params();
+	if (argc >= 2 && !strcmp(argv[1], "stats") &&
+	    (argc == 2 || (argc == 3 && !strcmp(argv[2], "-j"))))
+		return cmd_stats(argc == 3);
 	if (argc == 2 && !strcmp(argv[1], "devices"))
 		return cmd_devices();
 	if (argc == 2 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {

@@ -38,6 +38,16 @@ MODULE_PARM_DESC(ipproto, "IPPROTO_RDMA under AF_INET/AF_INET6, 257-261 (default
 
 #define AFRDMA_CLOSE_TIMEOUT	(10 * HZ)
 
+/* Fallback timers; a module-owned queue is flushed before unload. */
+struct workqueue_struct *afrdma_wq;
+
+/*
+ * IPPROTO_RDMA sockets would share sk_lock-AF_INET with the TCP sockets
+ * they nest for fallback; their own class keeps lockdep's nesting exact.
+ */
+static struct lock_class_key afrdma_slock_key;
+static struct lock_class_key afrdma_sk_lock_key;
+
 static struct proto afrdma_prot;
 #if IS_ENABLED(CONFIG_IPV6)
 static struct proto afrdma6_prot;
@@ -59,8 +69,12 @@ static int afrdma_init_sock(struct sock *sk)
 {
 	struct afrdma_sock *ars = afrdma_sk(sk);
 
+	sock_lock_init_class_and_name(sk, "slock-AF_RDMA", &afrdma_slock_key,
+				      "sk_lock-AF_RDMA", &afrdma_sk_lock_key);
 	INIT_LIST_HEAD(&ars->accept_node);
 	INIT_LIST_HEAD(&ars->accept_q);
+	afrdma_fb_timer_init(sk);
+	ars->fallback = READ_ONCE(afrdma_net(sock_net(sk))->fallback);
 	if (sk->sk_destruct != afrdma_sk_destruct)
 		ars->base_destruct = sk->sk_destruct ? : inet_sock_destruct;
 	sk->sk_destruct = afrdma_sk_destruct;
@@ -174,8 +188,8 @@ static int afrdma_get_addr(struct sock *sk, struct sockaddr *uaddr, int len,
 	}
 }
 
-static int afrdma_put_addr(struct sock *sk, struct sockaddr *uaddr,
-			   const struct sockaddr *src)
+int afrdma_put_addr(struct sock *sk, struct sockaddr *uaddr,
+		    const struct sockaddr *src)
 {
 	const struct sockaddr_in *sin = (const struct sockaddr_in *)src;
 	struct sockaddr_in6 *out6 = (struct sockaddr_in6 *)uaddr;
@@ -204,6 +218,47 @@ static int afrdma_put_addr(struct sock *sk, struct sockaddr *uaddr,
 	return sizeof(struct sockaddr_in);
 }
 
+static __be16 *afrdma_addr_port(struct sockaddr_storage *addr)
+{
+	/* sin_port and sin6_port sit at the same offset. */
+	return &((struct sockaddr_in *)addr)->sin_port;
+}
+
+/*
+ * Binds rdma_cm and, with fallback, the TCP side to @addr.  TCP picks an
+ * ephemeral port first; rdma_cm's port space is its own, so a port TCP
+ * found free may be taken there: then another one is tried.
+ */
+static int afrdma_do_bind(struct sock *sk, struct sockaddr_storage *addr)
+{
+	struct afrdma_sock *ars = afrdma_sk(sk);
+	bool any_port = !*afrdma_addr_port(addr);
+	int tries = any_port ? 8 : 1;
+	int err;
+
+	if (!ars->cm_id) {
+		err = afrdma_cm_create_id(sk);
+		if (err)
+			return err;
+	}
+	do {
+		if (ars->fallback) {
+			*afrdma_addr_port(addr) = any_port ? 0 :
+						  *afrdma_addr_port(addr);
+			err = afrdma_fb_bind(sk, addr);
+			if (err)
+				return err;
+		}
+		err = rdma_bind_addr(ars->cm_id, (struct sockaddr *)addr);
+		if (err)
+			afrdma_fb_unbind(sk);
+	} while (err == -EADDRINUSE && --tries);
+	if (err == -ENODEV)
+		err = -EADDRNOTAVAIL;
+	ars->bound = !err;
+	return err;
+}
+
 static int afrdma_bind(struct socket *sock, struct sockaddr *uaddr, int len)
 {
 	struct sock *sk = sock->sk;
@@ -222,25 +277,12 @@ static int afrdma_bind(struct socket *sock, struct sockaddr *uaddr, int len)
 	lock_sock(sk);
 	err = -EINVAL;
 	if (sk->sk_state != TCP_CLOSE || sock->state != SS_UNCONNECTED ||
-	    ars->bound)
+	    ars->bound || ars->tcp)
 		goto out;
-	if (!ars->cm_id) {
-		err = afrdma_cm_create_id(sk);
-		if (err)
-			goto out;
-	}
-	err = rdma_bind_addr(ars->cm_id, (struct sockaddr *)&addr);
-	if (err == -ENODEV)
-		err = -EADDRNOTAVAIL;
-	ars->bound = !err;
+	err = afrdma_do_bind(sk, &addr);
 out:
 	release_sock(sk);
 	return err;
-}
-
-static bool afrdma_connect_done(struct sock *sk)
-{
-	return READ_ONCE(sk->sk_state) != TCP_SYN_SENT;
 }
 
 static int afrdma_connect(struct socket *sock, struct sockaddr *uaddr,
@@ -273,17 +315,26 @@ static int afrdma_connect(struct socket *sock, struct sockaddr *uaddr,
 			if (err)
 				goto out;
 		}
+		memcpy(&ars->daddr, &addr, sizeof(addr));
+		if (ars->fallback) {
+			err = afrdma_fb_prepare(sk);
+			if (err)
+				goto out;
+		}
 		WRITE_ONCE(sk->sk_err, 0);
 		err = rdma_resolve_addr(ars->cm_id, NULL,
 					(struct sockaddr *)&addr,
 					AFRDMA_RESOLVE_MS);
-		if (err) {
-			if (err == -ENODEV || err == -EADDRNOTAVAIL)
-				err = -EHOSTUNREACH;
+		if (err == -ENODEV || err == -EADDRNOTAVAIL)
+			err = -EHOSTUNREACH;
+		if (err && !ars->fallback)
 			goto out;
-		}
 		sk->sk_state = TCP_SYN_SENT;
 		sock->state = SS_CONNECTING;
+		if (!err)
+			afrdma_fb_timer_start(sk);
+		else if (afrdma_fb_connect(sk, AFRDMA_FB_NO_DEVICE))
+			goto failed;
 		err = -EINPROGRESS;
 		break;
 	default:
@@ -292,6 +343,7 @@ static int afrdma_connect(struct socket *sock, struct sockaddr *uaddr,
 	}
 
 	timeo = sock_sndtimeo(sk, flags & O_NONBLOCK);
+	afrdma_fb_sync(sk);
 	while (sk->sk_state == TCP_SYN_SENT) {
 		DEFINE_WAIT_FUNC(wait, woken_wake_function);
 
@@ -302,10 +354,12 @@ static int afrdma_connect(struct socket *sock, struct sockaddr *uaddr,
 			goto out;
 		}
 		add_wait_queue(sk_sleep(sk), &wait);
-		sk_wait_event(sk, &timeo, afrdma_connect_done(sk), &wait);
+		sk_wait_event(sk, &timeo, afrdma_fb_connect_done(sk), &wait);
 		remove_wait_queue(sk_sleep(sk), &wait);
+		afrdma_fb_sync(sk);
 	}
 
+failed:
 	if (sk->sk_state != TCP_ESTABLISHED) {
 		err = sock_error(sk) ? : -ECONNREFUSED;
 		sock->state = SS_UNCONNECTED;
@@ -329,19 +383,35 @@ static int afrdma_listen(struct socket *sock, int backlog)
 		goto out;
 	if (sk->sk_state == TCP_LISTEN) {
 		WRITE_ONCE(sk->sk_max_ack_backlog, backlog);
-		err = 0;
+		err = afrdma_fb_listen(sk, backlog);
 		goto out;
 	}
 	if (sk->sk_state != TCP_CLOSE || ars->conn)
 		goto out;
+	if (!ars->bound && ars->fallback) {
+		/* Both sides need the same port: pick it now. */
+		struct sockaddr_storage any = {
+			.ss_family = sk->sk_family == AF_INET6 ? AF_INET6 :
+								AF_INET,
+		};
+
+		err = afrdma_do_bind(sk, &any);
+		if (err)
+			goto out;
+	}
 	if (!ars->cm_id) {
 		err = afrdma_cm_create_id(sk);
 		if (err)
 			goto out;
 	}
-	err = rdma_listen(ars->cm_id, backlog);
+	err = afrdma_fb_listen(sk, backlog);
 	if (err)
 		goto out;
+	err = rdma_listen(ars->cm_id, backlog);
+	if (err) {
+		afrdma_fb_unlisten(sk);
+		goto out;
+	}
 	WRITE_ONCE(sk->sk_max_ack_backlog, backlog);
 	sk->sk_state = TCP_LISTEN;
 out:
@@ -352,6 +422,7 @@ out:
 static bool afrdma_accept_ready(struct sock *sk)
 {
 	return !list_empty(&afrdma_sk(sk)->accept_q) ||
+	       afrdma_fb_acceptable(sk) ||
 	       READ_ONCE(sk->sk_state) != TCP_LISTEN || READ_ONCE(sk->sk_err);
 }
 
@@ -369,6 +440,15 @@ static int afrdma_accept(AFRDMA_ACCEPT_PARAMS)
 	while (list_empty(&ars->accept_q)) {
 		DEFINE_WAIT_FUNC(wait, woken_wake_function);
 
+		if (sk->sk_state == TCP_LISTEN && afrdma_fb_acceptable(sk)) {
+			err = afrdma_fb_accept(sk, &newsk);
+			if (!err) {
+				release_sock(sk);
+				goto graft;
+			}
+			if (err != -EAGAIN)
+				goto out;
+		}
 		if (sk->sk_state != TCP_LISTEN) {
 			err = -EINVAL;
 			goto out;
@@ -395,6 +475,7 @@ static int afrdma_accept(AFRDMA_ACCEPT_PARAMS)
 	release_sock(sk);
 
 	newsk = &child->inet.sk;
+graft:
 	lock_sock(newsk);
 	sock_graft(newsk, newsock);
 	newsock->state = SS_CONNECTED;
@@ -413,6 +494,8 @@ static int afrdma_getname(struct socket *sock, struct sockaddr *uaddr,
 	const struct sockaddr *src = NULL;
 	int len;
 
+	if (afrdma_on_tcp(sk))
+		return afrdma_fb_getname(sock, uaddr, peer);
 	lock_sock(sk);
 	if (peer) {
 		if (!ars->cm_id || sk->sk_state != TCP_ESTABLISHED) {
@@ -439,11 +522,15 @@ static __poll_t afrdma_poll(struct file *file, struct socket *sock,
 	sock_poll_wait(file, sock, wait);
 
 	lock_sock(sk);
+	if (afrdma_on_tcp(sk)) {
+		mask = afrdma_fb_poll(file, sock);
+		goto out;
+	}
 	conn = ars->conn;
 	if (sk->sk_err)
 		mask |= EPOLLERR;
 	if (sk->sk_state == TCP_LISTEN) {
-		if (!list_empty(&ars->accept_q))
+		if (!list_empty(&ars->accept_q) || afrdma_fb_acceptable(sk))
 			mask |= EPOLLIN | EPOLLRDNORM;
 		goto out;
 	}
@@ -470,6 +557,8 @@ static int afrdma_ioctl(struct socket *sock, unsigned int cmd,
 	struct afrdma_conn *conn;
 	int answ;
 
+	if (afrdma_on_tcp(sk))
+		return afrdma_fb_ioctl(sock, cmd, arg);
 	switch (cmd) {
 	case SIOCINQ:
 		lock_sock(sk);
@@ -504,6 +593,8 @@ static int afrdma_shutdown(struct socket *sock, int how)
 	struct afrdma_conn *conn;
 	int err = 0;
 
+	if (afrdma_on_tcp(sk))
+		return afrdma_fb_shutdown(sock, how);
 	how++;	/* SHUT_RD..SHUT_RDWR to RCV_SHUTDOWN..SHUTDOWN_MASK */
 	if ((how & ~SHUTDOWN_MASK) || !how)
 		return -EINVAL;
@@ -570,6 +661,7 @@ static int afrdma_release(struct socket *sock)
 	ars = afrdma_sk(sk);
 
 	lock_sock(sk);
+	afrdma_fb_timer_stop(sk);
 	conn = ars->conn;
 	if (sk->sk_state == TCP_LISTEN) {
 		list_splice_init(&ars->accept_q, &children);
@@ -589,6 +681,7 @@ static int afrdma_release(struct socket *sock)
 	sk->sk_shutdown = SHUTDOWN_MASK;
 	sock_orphan(sk);
 	release_sock(sk);
+	afrdma_fb_release(sk);
 
 	while (!list_empty(&children)) {
 		struct afrdma_sock *child =
@@ -607,6 +700,66 @@ static int afrdma_release(struct socket *sock)
 	return 0;
 }
 
+static bool afrdma_connected_or_tcp(struct sock *sk)
+{
+	return READ_ONCE(sk->sk_state) != TCP_SYN_SENT || afrdma_on_tcp(sk);
+}
+
+/* Until RDMA or TCP carries a connecting socket, its data waits. */
+static int afrdma_wait_transport(struct sock *sk, int flags)
+{
+	long timeo = sock_sndtimeo(sk, flags & MSG_DONTWAIT);
+	int err = 0;
+
+	lock_sock(sk);
+	while (!afrdma_connected_or_tcp(sk)) {
+		DEFINE_WAIT_FUNC(wait, woken_wake_function);
+
+		if (!timeo) {
+			err = -EAGAIN;
+			break;
+		}
+		if (signal_pending(current)) {
+			err = sock_intr_errno(timeo);
+			break;
+		}
+		add_wait_queue(sk_sleep(sk), &wait);
+		sk_wait_event(sk, &timeo, afrdma_connected_or_tcp(sk), &wait);
+		remove_wait_queue(sk_sleep(sk), &wait);
+	}
+	release_sock(sk);
+	return err;
+}
+
+static int afrdma_sock_sendmsg(struct socket *sock, struct msghdr *msg,
+			       size_t len)
+{
+	struct sock *sk = sock->sk;
+	int err;
+
+	if (READ_ONCE(sk->sk_state) == TCP_SYN_SENT) {
+		err = afrdma_wait_transport(sk, msg->msg_flags);
+		if (err)
+			return err;
+	}
+	if (afrdma_on_tcp(sk))
+		return afrdma_fb_sendmsg(sock, msg, len);
+	return afrdma_sendmsg(sock, msg, len);
+}
+
+static int afrdma_sock_recvmsg(struct socket *sock, struct msghdr *msg,
+			       size_t len, int flags)
+{
+	if (afrdma_on_tcp(sock->sk))
+		return afrdma_fb_recvmsg(sock, msg, len, flags);
+	return afrdma_recvmsg(sock, msg, len, flags);
+}
+
+static void afrdma_keepalive(struct sock *sk, int val)
+{
+	afrdma_fb_keepalive(sk, val);
+}
+
 #define AFRDMA_PROTO_OPS(fam)				\
 	.family		= fam,				\
 	.owner		= THIS_MODULE,			\
@@ -622,8 +775,8 @@ static int afrdma_release(struct socket *sock)
 	.shutdown	= afrdma_shutdown,		\
 	.setsockopt	= afrdma_setsockopt,		\
 	.getsockopt	= afrdma_getsockopt,		\
-	.sendmsg	= afrdma_sendmsg,		\
-	.recvmsg	= afrdma_recvmsg,		\
+	.sendmsg	= afrdma_sock_sendmsg,		\
+	.recvmsg	= afrdma_sock_recvmsg,		\
 	.mmap		= sock_no_mmap
 
 /* Not const: the family number is a module parameter. */
@@ -641,6 +794,7 @@ static struct proto afrdma_prot = {
 	.init		= afrdma_init_sock,
 	.hash		= afrdma_hash,
 	.unhash		= afrdma_unhash,
+	.keepalive	= afrdma_keepalive,
 	.obj_size	= sizeof(struct afrdma_sock),
 };
 
@@ -661,6 +815,7 @@ static struct proto afrdma6_prot = {
 	.init		= afrdma_init_sock,
 	.hash		= afrdma_hash,
 	.unhash		= afrdma_unhash,
+	.keepalive	= afrdma_keepalive,
 	.obj_size	= sizeof(struct afrdma6_sock),
 #ifdef AFRDMA_HAVE_PROTO_IPV6_PINFO_OFFSET
 	.ipv6_pinfo_offset = offsetof(struct afrdma6_sock, inet6),
@@ -730,9 +885,12 @@ static int __init afrdma_init(void)
 	afrdma_net_family.family = afrdma_family;
 	afrdma_inet_protosw.protocol = afrdma_ipproto;
 
+	afrdma_wq = alloc_workqueue("afrdma", WQ_MEM_RECLAIM, 0);
+	if (!afrdma_wq)
+		return -ENOMEM;
 	err = proto_register(&afrdma_prot, 1);
 	if (err)
-		return err;
+		goto out_wq;
 #if IS_ENABLED(CONFIG_IPV6)
 	err = proto_register(&afrdma6_prot, 1);
 	if (err)
@@ -778,6 +936,8 @@ out_prot6:
 out_prot:
 #endif
 	proto_unregister(&afrdma_prot);
+out_wq:
+	destroy_workqueue(afrdma_wq);
 	return err;
 }
 
@@ -794,6 +954,7 @@ static void __exit afrdma_exit(void)
 	proto_unregister(&afrdma6_prot);
 #endif
 	proto_unregister(&afrdma_prot);
+	destroy_workqueue(afrdma_wq);
 }
 
 module_init(afrdma_init);

@@ -9,11 +9,13 @@
 #include <linux/kref.h>
 #include <linux/list.h>
 #include <linux/spinlock.h>
+#include <linux/workqueue.h>
 #include <net/inet_sock.h>
 #include <net/sock.h>
 #include <net/tcp.h>
 #include <rdma/ib_verbs.h>
 #include <rdma/rdma_cm.h>
+#include <uapi/linux/afrdma.h>
 
 #include "compat/compat.h"
 #include "wire.h"
@@ -25,16 +27,37 @@
 #define AFRDMA_SLOT_SIZE	(16 * 1024)
 #define AFRDMA_RESOLVE_MS	2000
 #define AFRDMA_TCP_OPTS		16
+#define AFRDMA_FALLBACK_TIMEOUT_MS	2000
 
 /* Local limit on buffers per direction: the QP and CQ are sized from it. */
 #define AFRDMA_MAX_SLOTS_LOCAL	1024
 
-/* net.afrdma.*, per network namespace; read once per connection. */
+/* Counters in /proc/net/afrdma_stat; names in stats.c. */
+enum afrdma_mib_field {
+	AFRDMA_MIB_ACTIVE_OPENS,	/* RDMA connections we opened */
+	AFRDMA_MIB_PASSIVE_OPENS,	/* RDMA connections we accepted */
+	AFRDMA_MIB_FALLBACK_ACTIVE,	/* connects carried over TCP */
+	AFRDMA_MIB_FALLBACK_PASSIVE,	/* TCP clients accepted */
+	/* AFRDMA_FB_NO_DEVICE .. AFRDMA_FB_PEER_TCP, in uapi order */
+	AFRDMA_MIB_FALLBACK_REASON,
+	AFRDMA_MIB_CONNECT_FAILED = AFRDMA_MIB_FALLBACK_REASON + AFRDMA_FB_MAX - 1,
+	AFRDMA_MIB_RESETS,		/* connections ended by a reset */
+	AFRDMA_MIB_MAX
+};
+
+struct afrdma_mib {
+	u64	mibs[AFRDMA_MIB_MAX];
+};
+
+/* net.afrdma.*, per network namespace; read once per socket or connection. */
 struct afrdma_net {
 	int			rx_slots;
 	int			tx_slots;
 	int			slot_size;
+	int			fallback;
+	int			fallback_timeout_ms;
 	struct ctl_table_header	*sysctl;
+	struct afrdma_mib __percpu *mib;
 };
 
 extern int afrdma_family;
@@ -143,6 +166,21 @@ struct afrdma_sock {
 	struct afrdma_cm_params	peer;
 	int			cm_state;	/* resolve/connect progress */
 	bool			bound;
+	bool			fallback;	/* may use TCP (AFRDMA_FALLBACK) */
+	u8			transport;	/* enum afrdma_transport */
+	u8			fb_reason;	/* enum afrdma_fallback_reason */
+	/*
+	 * TCP: the socket carrying a fallen-back connection, or a listener's
+	 * (or bound socket's) TCP side on the same port.  Its callbacks are
+	 * ours while it is attached; the originals are saved here.
+	 */
+	struct socket		*tcp;
+	void			(*tcp_state_change)(struct sock *sk);
+	void			(*tcp_data_ready)(struct sock *sk);
+	void			(*tcp_write_space)(struct sock *sk);
+	void			(*tcp_error_report)(struct sock *sk);
+	struct sockaddr_storage	daddr;		/* connect()'s peer */
+	struct delayed_work	fb_timer;	/* RDMA setup deadline */
 	int			tcp_opt[AFRDMA_TCP_OPTS];	/* see sockopt.c */
 	char			tcp_congestion[TCP_CA_NAME_MAX];
 	/* inet_create()'s or inet6_create()'s destructor, chained */
@@ -164,10 +202,13 @@ static inline struct afrdma_sock *afrdma_sk(const struct sock *sk)
 /* af_rdma.c */
 struct sock *afrdma_sk_clone(struct sock *parent);
 void afrdma_sk_destroy_child(struct sock *sk);
+int afrdma_put_addr(struct sock *sk, struct sockaddr *uaddr,
+		    const struct sockaddr *src);
 
 /* sockopt.c */
 void afrdma_sockopt_init(struct sock *sk);
 void afrdma_sockopt_clone(struct sock *sk, const struct sock *parent);
+void afrdma_sockopt_to_tcp(struct sock *sk, struct socket *tcp);
 int afrdma_setsockopt(struct socket *sock, int level, int optname,
 		      sockptr_t optval, unsigned int optlen);
 int afrdma_getsockopt(struct socket *sock, int level, int optname,
@@ -177,6 +218,52 @@ int afrdma_getsockopt(struct socket *sock, int level, int optname,
 int afrdma_sysctl_init(void);
 void afrdma_sysctl_exit(void);
 struct afrdma_net *afrdma_net(const struct net *net);
+
+/* stats.c */
+int afrdma_stats_net_init(struct net *net, struct afrdma_net *an);
+void afrdma_stats_net_exit(struct net *net, struct afrdma_net *an);
+
+static inline void afrdma_inc_stats(const struct sock *sk,
+				    enum afrdma_mib_field field)
+{
+	this_cpu_inc(afrdma_net(sock_net(sk))->mib->mibs[field]);
+}
+
+/* fallback.c */
+static inline bool afrdma_on_tcp(const struct sock *sk)
+{
+	return READ_ONCE(afrdma_sk(sk)->transport) == AFRDMA_TRANSPORT_TCP;
+}
+
+extern struct workqueue_struct *afrdma_wq;
+
+int afrdma_fb_bind(struct sock *sk, struct sockaddr_storage *addr);
+void afrdma_fb_unbind(struct sock *sk);
+int afrdma_fb_prepare(struct sock *sk);
+void afrdma_fb_rdma_up(struct sock *sk);
+int afrdma_fb_connect(struct sock *sk, int reason);
+void afrdma_fb_timer_init(struct sock *sk);
+void afrdma_fb_timer_start(struct sock *sk);
+void afrdma_fb_timer_stop(struct sock *sk);
+void afrdma_fb_sync(struct sock *sk);
+bool afrdma_fb_connect_done(const struct sock *sk);
+int afrdma_fb_listen(struct sock *sk, int backlog);
+void afrdma_fb_unlisten(struct sock *sk);
+bool afrdma_fb_acceptable(const struct sock *sk);
+int afrdma_fb_accept(struct sock *lsk, struct sock **newsk);
+void afrdma_fb_release(struct sock *sk);
+int afrdma_fb_sendmsg(struct socket *sock, struct msghdr *msg, size_t len);
+int afrdma_fb_recvmsg(struct socket *sock, struct msghdr *msg, size_t len,
+		      int flags);
+__poll_t afrdma_fb_poll(struct file *file, struct socket *sock);
+int afrdma_fb_getname(struct socket *sock, struct sockaddr *uaddr, int peer);
+int afrdma_fb_ioctl(struct socket *sock, unsigned int cmd, unsigned long arg);
+int afrdma_fb_shutdown(struct socket *sock, int how);
+int afrdma_fb_setsockopt(struct socket *sock, int level, int optname,
+			 sockptr_t optval, unsigned int optlen);
+int afrdma_fb_getsockopt(struct socket *sock, int level, int optname,
+			 char __user *optval, int __user *optlen);
+void afrdma_fb_keepalive(struct sock *sk, int val);
 
 /* cm.c */
 int afrdma_cm_create_id(struct sock *sk);

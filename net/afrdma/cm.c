@@ -59,7 +59,30 @@ static void afrdma_cm_fail(struct sock *sk, int err)
 	sk_error_report(sk);
 }
 
-static void afrdma_cm_route_resolved(struct sock *sk, struct rdma_cm_id *id)
+/*
+ * RDMA cannot carry a connecting socket: fail it with @err, or hand it to
+ * TCP.  Returns 1 when the cm id is no longer wanted, for the handler to
+ * destroy.
+ */
+static int afrdma_cm_connect_failed(struct sock *sk, int err, int reason)
+{
+	struct afrdma_sock *ars = afrdma_sk(sk);
+
+	if (sk->sk_state != TCP_SYN_SENT || !ars->fallback ||
+	    ars->transport != AFRDMA_TRANSPORT_NONE) {
+		afrdma_cm_fail(sk, err);
+		afrdma_inc_stats(sk, AFRDMA_MIB_CONNECT_FAILED);
+		return 0;
+	}
+	afrdma_fb_timer_stop(sk);
+	if (ars->conn)
+		afrdma_conn_teardown(ars->conn);
+	ars->cm_id = NULL;
+	afrdma_fb_connect(sk, reason);
+	return 1;
+}
+
+static int afrdma_cm_route_resolved(struct sock *sk, struct rdma_cm_id *id)
 {
 	struct afrdma_sock *ars = afrdma_sk(sk);
 	struct rdma_conn_param param;
@@ -70,17 +93,19 @@ static void afrdma_cm_route_resolved(struct sock *sk, struct rdma_cm_id *id)
 	conn = afrdma_conn_create(sk, id);
 	if (IS_ERR(conn)) {
 		err = PTR_ERR(conn);
-		afrdma_cm_fail(sk, err == -ENODEV ? EHOSTUNREACH : -err);
-		return;
+		return afrdma_cm_connect_failed(sk, err == -ENODEV ?
+						EHOSTUNREACH : -err,
+						AFRDMA_FB_RESOURCES);
 	}
 	ars->conn = conn;
 	afrdma_cm_conn_param(&param, &priv, conn);
 	err = rdma_connect_locked(id, &param);
 	if (err)
-		afrdma_cm_fail(sk, -err);
+		return afrdma_cm_connect_failed(sk, -err, AFRDMA_FB_RESOURCES);
+	return 0;
 }
 
-static void afrdma_cm_established(struct sock *sk, struct rdma_cm_event *ev)
+static int afrdma_cm_established(struct sock *sk, struct rdma_cm_event *ev)
 {
 	struct afrdma_sock *ars = afrdma_sk(sk);
 	struct afrdma_cm_params peer;
@@ -89,12 +114,17 @@ static void afrdma_cm_established(struct sock *sk, struct rdma_cm_event *ev)
 	    afrdma_parse_cm_priv(ev->param.conn.private_data,
 				 ev->param.conn.private_data_len, &peer)) {
 		rdma_disconnect(ars->cm_id);
-		afrdma_cm_fail(sk, ECONNREFUSED);
-		return;
+		return afrdma_cm_connect_failed(sk, ECONNREFUSED,
+						AFRDMA_FB_PROTOCOL);
 	}
+	afrdma_fb_timer_stop(sk);
+	afrdma_fb_rdma_up(sk);
 	afrdma_conn_start(ars->conn, &peer);
+	WRITE_ONCE(ars->transport, AFRDMA_TRANSPORT_RDMA);
+	afrdma_inc_stats(sk, AFRDMA_MIB_ACTIVE_OPENS);
 	sk->sk_state = TCP_ESTABLISHED;
 	sk->sk_state_change(sk);
+	return 0;
 }
 
 /*
@@ -113,8 +143,10 @@ static void afrdma_cm_disconnected(struct sock *sk)
 		spin_lock_bh(&conn->lock);
 		conn->dead = true;
 		spin_unlock_bh(&conn->lock);
-		if (!conn->fin_rcvd)
+		if (!conn->fin_rcvd) {
 			WRITE_ONCE(sk->sk_err, ECONNRESET);
+			afrdma_inc_stats(sk, AFRDMA_MIB_RESETS);
+		}
 	}
 	sk->sk_shutdown |= SEND_SHUTDOWN;
 	sk->sk_state = TCP_CLOSE;
@@ -134,35 +166,33 @@ static int afrdma_cm_device_removal(struct sock *sk)
 static int afrdma_cm_event(struct sock *sk, struct rdma_cm_id *id,
 			   struct rdma_cm_event *ev)
 {
-	int err;
-
 	switch (ev->event) {
 	case RDMA_CM_EVENT_ADDR_RESOLVED:
-		err = rdma_resolve_route(id, AFRDMA_RESOLVE_MS);
-		if (err)
-			afrdma_cm_fail(sk, EHOSTUNREACH);
+		if (rdma_resolve_route(id, AFRDMA_RESOLVE_MS))
+			return afrdma_cm_connect_failed(sk, EHOSTUNREACH,
+							AFRDMA_FB_NO_ROUTE);
 		break;
 	case RDMA_CM_EVENT_ROUTE_RESOLVED:
-		afrdma_cm_route_resolved(sk, id);
-		break;
+		return afrdma_cm_route_resolved(sk, id);
 	case RDMA_CM_EVENT_ADDR_ERROR:
-		afrdma_cm_fail(sk, EHOSTUNREACH);
-		break;
+		return afrdma_cm_connect_failed(sk, EHOSTUNREACH,
+						AFRDMA_FB_NO_DEVICE);
 	case RDMA_CM_EVENT_ROUTE_ERROR:
-		afrdma_cm_fail(sk, ENETUNREACH);
-		break;
+		return afrdma_cm_connect_failed(sk, ENETUNREACH,
+						AFRDMA_FB_NO_ROUTE);
 	case RDMA_CM_EVENT_UNREACHABLE:
-		afrdma_cm_fail(sk, ev->status == -ETIMEDOUT ? ETIMEDOUT :
-							      EHOSTUNREACH);
-		break;
+		return afrdma_cm_connect_failed(sk, ev->status == -ETIMEDOUT ?
+						ETIMEDOUT : EHOSTUNREACH,
+						AFRDMA_FB_UNREACHABLE);
 	case RDMA_CM_EVENT_REJECTED:
 	case RDMA_CM_EVENT_CONNECT_ERROR:
 		if (sk->sk_state == TCP_SYN_SENT)
-			afrdma_cm_fail(sk, ECONNREFUSED);
+			return afrdma_cm_connect_failed(sk, ECONNREFUSED,
+							AFRDMA_FB_REJECTED);
 		break;
 	case RDMA_CM_EVENT_ESTABLISHED:
 		if (sk->sk_state == TCP_SYN_SENT)
-			afrdma_cm_established(sk, ev);
+			return afrdma_cm_established(sk, ev);
 		break;
 	case RDMA_CM_EVENT_DISCONNECTED:
 		if (sk->sk_state == TCP_ESTABLISHED)
@@ -208,6 +238,8 @@ static int afrdma_cm_child_event(struct sock *sk, struct rdma_cm_event *ev)
 	if (ev->event == RDMA_CM_EVENT_ESTABLISHED &&
 	    parent->sk_state == TCP_LISTEN) {
 		sk->sk_state = TCP_ESTABLISHED;
+		WRITE_ONCE(ars->transport, AFRDMA_TRANSPORT_RDMA);
+		afrdma_inc_stats(sk, AFRDMA_MIB_PASSIVE_OPENS);
 		list_add_tail(&ars->accept_node, &pars->accept_q);
 		pars->accept_len++;
 		queued = true;

@@ -305,6 +305,7 @@ void afrdma_conn_abort(struct sock *sk, int err)
 	if (conn && !conn->torn) {
 		if (ars->cm_id && sk->sk_state == TCP_ESTABLISHED)
 			rdma_disconnect(ars->cm_id);
+		afrdma_inc_stats(sk, AFRDMA_MIB_RESETS);
 		afrdma_conn_teardown(conn);
 		WRITE_ONCE(sk->sk_err, err);
 		sk->sk_shutdown = SHUTDOWN_MASK;
@@ -318,10 +319,14 @@ void afrdma_conn_abort(struct sock *sk, int err)
 void afrdma_conn_fatal(struct afrdma_conn *conn, int err)
 {
 	struct sock *sk = conn->sk;
+	bool was_dead;
 
 	spin_lock(&conn->lock);
+	was_dead = conn->dead;
 	conn->dead = true;
 	spin_unlock(&conn->lock);
+	if (!was_dead)
+		afrdma_inc_stats(sk, AFRDMA_MIB_RESETS);
 	WRITE_ONCE(sk->sk_err, err);
 	sk_error_report(sk);
 }

@@ -11,6 +11,7 @@
 #include <linux/tcp.h>
 #include <net/ip.h>
 #include <net/ipv6.h>
+#include <net/tcp_states.h>
 
 #include "afrdma.h"
 
@@ -60,6 +61,27 @@ void afrdma_sockopt_init(struct sock *sk)
 	strscpy(ars->tcp_congestion, "cubic", sizeof(ars->tcp_congestion));
 }
 
+/* The stored TCP options, for the TCP socket a fallback connection uses. */
+void afrdma_sockopt_to_tcp(struct sock *sk, struct socket *tcp)
+{
+	struct afrdma_sock *ars = afrdma_sk(sk);
+	unsigned int i;
+	int val;
+
+	for (i = 0; i < ARRAY_SIZE(afrdma_tcp_opts); i++) {
+		val = READ_ONCE(ars->tcp_opt[i]);
+		if (val == afrdma_tcp_opts[i].def)
+			continue;
+		/* Best effort: TCP checked nothing stricter than we did. */
+		tcp->ops->setsockopt(tcp, SOL_TCP, afrdma_tcp_opts[i].name,
+				     KERNEL_SOCKPTR(&val), sizeof(val));
+	}
+	if (strcmp(ars->tcp_congestion, "cubic"))
+		tcp->ops->setsockopt(tcp, SOL_TCP, TCP_CONGESTION,
+				     KERNEL_SOCKPTR(ars->tcp_congestion),
+				     strlen(ars->tcp_congestion));
+}
+
 /* An accepted socket inherits its listener's options, as in TCP. */
 void afrdma_sockopt_clone(struct sock *sk, const struct sock *parent)
 {
@@ -70,13 +92,82 @@ void afrdma_sockopt_clone(struct sock *sk, const struct sock *parent)
 	memcpy(ars->tcp_congestion, pars->tcp_congestion,
 	       sizeof(ars->tcp_congestion));
 	sk->sk_ipv6only = parent->sk_ipv6only;
+	ars->fallback = pars->fallback;
+}
+
+static int afrdma_get_int(sockptr_t optval, unsigned int optlen, int *val)
+{
+	if (optlen < sizeof(int))
+		return -EINVAL;
+	return copy_from_sockptr(val, optval, sizeof(*val)) ? -EFAULT : 0;
+}
+
+static int afrdma_get_len(int __user *optlen, int *len)
+{
+	if (get_user(*len, optlen))
+		return -EFAULT;
+	return *len < 0 ? -EINVAL : 0;
+}
+
+/* An int option, cut to the caller's length as TCP does. */
+static int afrdma_put_int(char __user *optval, int __user *optlen, int len,
+			  int val)
+{
+	len = min_t(unsigned int, len, sizeof(int));
+	if (put_user(len, optlen) || copy_to_user(optval, &val, len))
+		return -EFAULT;
+	return 0;
+}
+
+static int afrdma_set_rdma(struct sock *sk, int optname, sockptr_t optval,
+			   unsigned int optlen)
+{
+	struct afrdma_sock *ars = afrdma_sk(sk);
+	int val, err = 0;
+
+	if (optname != AFRDMA_FALLBACK)
+		return -ENOPROTOOPT;
+	err = afrdma_get_int(optval, optlen, &val);
+	if (err)
+		return err;
+	lock_sock(sk);
+	/* The TCP side is made at bind, connect or listen time. */
+	if (ars->cm_id || ars->tcp || sk->sk_state != TCP_CLOSE)
+		err = -EISCONN;
+	else
+		ars->fallback = !!val;
+	release_sock(sk);
+	return err;
+}
+
+static int afrdma_get_rdma(struct sock *sk, int optname, char __user *optval,
+			   int __user *optlen)
+{
+	struct afrdma_sock *ars = afrdma_sk(sk);
+	int len, val, err;
+
+	switch (optname) {
+	case AFRDMA_FALLBACK:
+		val = READ_ONCE(ars->fallback);
+		break;
+	case AFRDMA_TRANSPORT:
+		val = READ_ONCE(ars->transport);
+		break;
+	case AFRDMA_FALLBACK_REASON:
+		val = READ_ONCE(ars->fb_reason);
+		break;
+	default:
+		return -ENOPROTOOPT;
+	}
+	err = afrdma_get_len(optlen, &len);
+	return err ? : afrdma_put_int(optval, optlen, len, val);
 }
 
 static int afrdma_set_tcp(struct sock *sk, int optname, sockptr_t optval,
 			  unsigned int optlen)
 {
 	struct afrdma_sock *ars = afrdma_sk(sk);
-	int i, val;
+	int i, val, err;
 
 	if (optname == TCP_CONGESTION) {
 		char name[TCP_CA_NAME_MAX];
@@ -97,10 +188,9 @@ static int afrdma_set_tcp(struct sock *sk, int optname, sockptr_t optval,
 	i = afrdma_tcp_opt_index(optname);
 	if (i < 0)
 		return -ENOPROTOOPT;
-	if (optlen < sizeof(int))
-		return -EINVAL;
-	if (copy_from_sockptr(&val, optval, sizeof(val)))
-		return -EFAULT;
+	err = afrdma_get_int(optval, optlen, &val);
+	if (err)
+		return err;
 	if (val < afrdma_tcp_opts[i].min || val > afrdma_tcp_opts[i].max)
 		return -EINVAL;
 	if (afrdma_tcp_opts[i].max == 1)
@@ -163,10 +253,7 @@ static int afrdma_get_tcp(struct sock *sk, int optname, char __user *optval,
 	val = READ_ONCE(ars->tcp_opt[i]);
 	if (optname == TCP_MAXSEG && !val && ars->conn)
 		val = READ_ONCE(ars->conn->tx_payload);
-	len = min_t(unsigned int, len, sizeof(int));
-	if (put_user(len, optlen) || copy_to_user(optval, &val, len))
-		return -EFAULT;
-	return 0;
+	return afrdma_put_int(optval, optlen, len, val);
 }
 
 /* Only IPPROTO_RDMA sockets under AF_INET6 have an ipv6_pinfo. */
@@ -179,7 +266,13 @@ int afrdma_setsockopt(struct socket *sock, int level, int optname,
 		      sockptr_t optval, unsigned int optlen)
 {
 	struct sock *sk = sock->sk;
-	int val;
+	int val, err;
+
+	if (level == SOL_RDMA)
+		return afrdma_set_rdma(sk, optname, optval, optlen);
+	if (afrdma_on_tcp(sk))
+		return afrdma_fb_setsockopt(sock, level, optname, optval,
+					    optlen);
 
 	switch (level) {
 	case SOL_TCP:
@@ -193,10 +286,9 @@ int afrdma_setsockopt(struct socket *sock, int level, int optname,
 		if (optname != IPV6_V6ONLY)
 			return -ENOPROTOOPT;
 		/* AF_RDMA sockets speak IPv6 too: only this one matters. */
-		if (optlen < sizeof(int))
-			return -EINVAL;
-		if (copy_from_sockptr(&val, optval, sizeof(val)))
-			return -EFAULT;
+		err = afrdma_get_int(optval, optlen, &val);
+		if (err)
+			return err;
 		lock_sock(sk);
 		if (afrdma_sk(sk)->cm_id) {
 			release_sock(sk);
@@ -214,15 +306,18 @@ int afrdma_getsockopt(struct socket *sock, int level, int optname,
 		      char __user *optval, int __user *optlen)
 {
 	struct sock *sk = sock->sk;
-	int len, val;
+	int len, err;
+
+	if (level == SOL_RDMA)
+		return afrdma_get_rdma(sk, optname, optval, optlen);
+	if (afrdma_on_tcp(sk))
+		return afrdma_fb_getsockopt(sock, level, optname, optval,
+					    optlen);
 
 	switch (level) {
 	case SOL_TCP:
-		if (get_user(len, optlen))
-			return -EFAULT;
-		if (len < 0)
-			return -EINVAL;
-		return afrdma_get_tcp(sk, optname, optval, optlen, len);
+		err = afrdma_get_len(optlen, &len);
+		return err ? : afrdma_get_tcp(sk, optname, optval, optlen, len);
 	case SOL_IP:
 		return ip_getsockopt(sk, level, optname, optval, optlen);
 	case SOL_IPV6:
@@ -231,15 +326,9 @@ int afrdma_getsockopt(struct socket *sock, int level, int optname,
 					       optlen);
 		if (optname != IPV6_V6ONLY)
 			return -ENOPROTOOPT;
-		if (get_user(len, optlen))
-			return -EFAULT;
-		if (len < 0)
-			return -EINVAL;
-		val = sk->sk_ipv6only;
-		len = min_t(unsigned int, len, sizeof(int));
-		if (put_user(len, optlen) || copy_to_user(optval, &val, len))
-			return -EFAULT;
-		return 0;
+		err = afrdma_get_len(optlen, &len);
+		return err ? : afrdma_put_int(optval, optlen, len,
+					      sk->sk_ipv6only);
 	default:
 		return -ENOPROTOOPT;
 	}

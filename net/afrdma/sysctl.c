@@ -19,11 +19,15 @@ static int afrdma_slots_min = AFRDMA_MIN_SLOTS;
 static int afrdma_slots_max = AFRDMA_MAX_SLOTS_LOCAL;
 static int afrdma_slot_size_min = AFRDMA_MIN_SLOT_SIZE;
 static int afrdma_slot_size_max = AFRDMA_MAX_SLOT_SIZE;
+static int afrdma_fb_timeout_min = 100;
+static int afrdma_fb_timeout_max = 60000;
 
 static const struct afrdma_net afrdma_net_defaults = {
 	.rx_slots	= AFRDMA_RX_SLOTS,
 	.tx_slots	= AFRDMA_TX_SLOTS,
 	.slot_size	= AFRDMA_SLOT_SIZE,
+	.fallback	= 1,
+	.fallback_timeout_ms = AFRDMA_FALLBACK_TIMEOUT_MS,
 };
 
 /* .data points into init_net's copy; each netns gets its own. */
@@ -52,6 +56,22 @@ static struct ctl_table afrdma_sysctl_template[] = {
 		.extra1		= &afrdma_slot_size_min,
 		.extra2		= &afrdma_slot_size_max,
 	},
+	{
+		.procname	= "fallback",
+		.maxlen		= sizeof(int),
+		.mode		= 0644,
+		.proc_handler	= proc_dointvec_minmax,
+		.extra1		= SYSCTL_ZERO,
+		.extra2		= SYSCTL_ONE,
+	},
+	{
+		.procname	= "fallback_timeout_ms",
+		.maxlen		= sizeof(int),
+		.mode		= 0644,
+		.proc_handler	= proc_dointvec_minmax,
+		.extra1		= &afrdma_fb_timeout_min,
+		.extra2		= &afrdma_fb_timeout_max,
+	},
 	{ }	/* sentinel, for kernels that still want one */
 };
 
@@ -67,14 +87,21 @@ static int __net_init afrdma_net_init(struct net *net)
 	struct afrdma_net *an = afrdma_net(net);
 	struct ctl_table *table;
 
+	int err;
+
 	*an = afrdma_net_defaults;
+	err = afrdma_stats_net_init(net, an);
+	if (err)
+		return err;
 	table = kmemdup(afrdma_sysctl_template, sizeof(afrdma_sysctl_template),
 			GFP_KERNEL);
 	if (!table)
-		return -ENOMEM;
+		goto fail;
 	table[0].data = &an->rx_slots;
 	table[1].data = &an->tx_slots;
 	table[2].data = &an->slot_size;
+	table[3].data = &an->fallback;
+	table[4].data = &an->fallback_timeout_ms;
 #ifdef AFRDMA_HAVE_REGISTER_NET_SYSCTL_SZ
 	an->sysctl = register_net_sysctl_sz(net, "net/afrdma", table,
 					    AFRDMA_SYSCTLS);
@@ -83,9 +110,13 @@ static int __net_init afrdma_net_init(struct net *net)
 #endif
 	if (!an->sysctl) {
 		kfree(table);
-		return -ENOMEM;
+		goto fail;
 	}
 	return 0;
+
+fail:
+	afrdma_stats_net_exit(net, an);
+	return -ENOMEM;
 }
 
 static void __net_exit afrdma_net_exit(struct net *net)
@@ -95,6 +126,7 @@ static void __net_exit afrdma_net_exit(struct net *net)
 
 	unregister_net_sysctl_table(an->sysctl);
 	kfree(table);
+	afrdma_stats_net_exit(net, an);
 }
 
 static struct pernet_operations afrdma_net_ops = {

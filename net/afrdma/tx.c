@@ -152,11 +152,6 @@ static bool afrdma_send_ready(struct sock *sk, struct afrdma_conn *conn)
 	       afrdma_sk(sk)->conn != conn || afrdma_tx_writable(conn);
 }
 
-static bool afrdma_connect_done(struct sock *sk)
-{
-	return READ_ONCE(sk->sk_state) != TCP_SYN_SENT;
-}
-
 int afrdma_sendmsg(struct socket *sock, struct msghdr *msg, size_t len)
 {
 	int flags = msg->msg_flags;
@@ -170,24 +165,9 @@ int afrdma_sendmsg(struct socket *sock, struct msghdr *msg, size_t len)
 	if (flags & MSG_OOB)
 		return -EOPNOTSUPP;
 
+	/* A connecting socket's caller, afrdma_sock_sendmsg(), waited. */
 	lock_sock(sk);
 	timeo = sock_sndtimeo(sk, flags & MSG_DONTWAIT);
-
-	while (sk->sk_state == TCP_SYN_SENT) {
-		DEFINE_WAIT_FUNC(wait, woken_wake_function);
-
-		if (!timeo) {
-			err = -EAGAIN;
-			goto out;
-		}
-		if (signal_pending(current)) {
-			err = sock_intr_errno(timeo);
-			goto out;
-		}
-		add_wait_queue(sk_sleep(sk), &wait);
-		sk_wait_event(sk, &timeo, afrdma_connect_done(sk), &wait);
-		remove_wait_queue(sk_sleep(sk), &wait);
-	}
 
 	while (sent < len) {
 		DEFINE_WAIT_FUNC(wait, woken_wake_function);
@@ -265,7 +245,6 @@ int afrdma_sendmsg(struct socket *sock, struct msghdr *msg, size_t len)
 		sk_wait_event(sk, &timeo, afrdma_send_ready(sk, conn), &wait);
 		remove_wait_queue(sk_sleep(sk), &wait);
 	}
-out:
 	release_sock(sk);
 	if (sent)
 		return sent;

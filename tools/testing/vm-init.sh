@@ -86,7 +86,13 @@ setup_rxe()
 	link set va up
 	link set vb up
 	EOF
-	rdma link add rxe0 type rxe netdev va || return 1
+	# Seen once on 6.12 under TCG: rxe_newlink failed with ENOENT on the
+	# first try.  A second try is cheap; a real failure still fails.
+	for ((i = 0; i < 3; i++)); do
+		rdma link add rxe0 type rxe netdev va && break
+		sleep 1
+	done
+	[ "$i" -lt 3 ] || return 1
 	for ((i = 0; i < 100; i++)); do
 		state=
 		read -r state 2>/dev/null < /sys/class/infiniband/rxe0/ports/1/state

@@ -41,4 +41,41 @@
 #define SOL_RDMA		299
 #endif
 
+/*
+ * SOL_RDMA options, all int-valued.
+ *
+ * AFRDMA_FALLBACK: 1 lets the socket carry its connection over TCP when
+ * RDMA cannot (the default is net.afrdma.fallback).  Set it before connect()
+ * or listen().  A listener with fallback also accepts plain TCP clients on
+ * its port.
+ *
+ * AFRDMA_TRANSPORT (read only): AFRDMA_TRANSPORT_*, what carries the
+ * socket now.
+ *
+ * AFRDMA_FALLBACK_REASON (read only): AFRDMA_FB_*, why a socket whose
+ * transport is AFRDMA_TRANSPORT_TCP is not on RDMA.
+ */
+#define AFRDMA_FALLBACK		1
+#define AFRDMA_TRANSPORT	2
+#define AFRDMA_FALLBACK_REASON	3
+
+enum {
+	AFRDMA_TRANSPORT_NONE	= 0,	/* not connected yet */
+	AFRDMA_TRANSPORT_RDMA	= 1,
+	AFRDMA_TRANSPORT_TCP	= 2,
+};
+
+enum {
+	AFRDMA_FB_NONE		= 0,
+	AFRDMA_FB_NO_DEVICE	= 1,	/* no RDMA device reaches the peer */
+	AFRDMA_FB_NO_ROUTE	= 2,	/* RDMA route resolution failed */
+	AFRDMA_FB_UNREACHABLE	= 3,	/* the peer's RDMA CM did not answer */
+	AFRDMA_FB_REJECTED	= 4,	/* the peer refused RDMA (no afrdma listener) */
+	AFRDMA_FB_RESOURCES	= 5,	/* local QP or buffer setup failed */
+	AFRDMA_FB_PROTOCOL	= 6,	/* the peer answered, but not as afrdma */
+	AFRDMA_FB_TIMEOUT	= 7,	/* RDMA setup outlasted fallback_timeout_ms */
+	AFRDMA_FB_PEER_TCP	= 8,	/* accepted: the client came over plain TCP */
+	AFRDMA_FB_MAX
+};
+
 #endif /* _UAPI_LINUX_AFRDMA_H */

@@ -1,0 +1,68 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * afrdma counters, per network namespace, in /proc/net/afrdma_stat: one
+ * "Name value" line per counter, so that shell tools and `afrdma stats`
+ * read them alike.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/percpu.h>
+#include <linux/proc_fs.h>
+#include <linux/seq_file.h>
+#include <net/net_namespace.h>
+
+#include "afrdma.h"
+
+static const char * const afrdma_mib_names[AFRDMA_MIB_MAX] = {
+	[AFRDMA_MIB_ACTIVE_OPENS]	= "ActiveOpens",
+	[AFRDMA_MIB_PASSIVE_OPENS]	= "PassiveOpens",
+	[AFRDMA_MIB_FALLBACK_ACTIVE]	= "FallbackActive",
+	[AFRDMA_MIB_FALLBACK_PASSIVE]	= "FallbackPassive",
+	[AFRDMA_MIB_FALLBACK_REASON + AFRDMA_FB_NO_DEVICE - 1] = "FallbackNoDevice",
+	[AFRDMA_MIB_FALLBACK_REASON + AFRDMA_FB_NO_ROUTE - 1] = "FallbackNoRoute",
+	[AFRDMA_MIB_FALLBACK_REASON + AFRDMA_FB_UNREACHABLE - 1] = "FallbackUnreachable",
+	[AFRDMA_MIB_FALLBACK_REASON + AFRDMA_FB_REJECTED - 1] = "FallbackRejected",
+	[AFRDMA_MIB_FALLBACK_REASON + AFRDMA_FB_RESOURCES - 1] = "FallbackResources",
+	[AFRDMA_MIB_FALLBACK_REASON + AFRDMA_FB_PROTOCOL - 1] = "FallbackProtocol",
+	[AFRDMA_MIB_FALLBACK_REASON + AFRDMA_FB_TIMEOUT - 1] = "FallbackTimeout",
+	[AFRDMA_MIB_FALLBACK_REASON + AFRDMA_FB_PEER_TCP - 1] = "FallbackPeerTcp",
+	[AFRDMA_MIB_CONNECT_FAILED]	= "ConnectFailed",
+	[AFRDMA_MIB_RESETS]		= "Resets",
+};
+
+static int afrdma_stat_show(struct seq_file *seq, void *v)
+{
+	const struct afrdma_net *an = afrdma_net(seq_file_single_net(seq));
+	unsigned int i;
+	int cpu;
+
+	for (i = 0; i < AFRDMA_MIB_MAX; i++) {
+		u64 sum = 0;
+
+		for_each_possible_cpu(cpu)
+			sum += READ_ONCE(per_cpu_ptr(an->mib, cpu)->mibs[i]);
+		seq_printf(seq, "%s %llu\n", afrdma_mib_names[i], sum);
+	}
+	return 0;
+}
+
+int afrdma_stats_net_init(struct net *net, struct afrdma_net *an)
+{
+	an->mib = alloc_percpu(struct afrdma_mib);
+	if (!an->mib)
+		return -ENOMEM;
+	if (!proc_create_net_single("afrdma_stat", 0444, net->proc_net,
+				    afrdma_stat_show, NULL)) {
+		free_percpu(an->mib);
+		an->mib = NULL;
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+void afrdma_stats_net_exit(struct net *net, struct afrdma_net *an)
+{
+	remove_proc_entry("afrdma_stat", net->proc_net);
+	free_percpu(an->mib);
+	an->mib = NULL;
+}

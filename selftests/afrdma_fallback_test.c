@@ -1,0 +1,399 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * afrdma selftests for the TCP fallback: a peer RDMA cannot reach is
+ * reached over TCP behind the same fd, a listener serves plain TCP clients
+ * on its port, and net.afrdma.fallback=0 (or AFRDMA_FALLBACK=0 on the
+ * socket) turns it all off.  The program sees which transport it got
+ * through SOL_RDMA, and /proc/net/afrdma_stat counts why.
+ */
+#include <fcntl.h>
+#include <netinet/tcp.h>
+#include <sched.h>
+#include <sys/epoll.h>
+#include <sys/wait.h>
+#include <time.h>
+
+#include "kselftest_harness.h"
+#include "lib/afrdma_sock.h"
+#include "afrdma_selftest.h"
+
+/* A local address on a netdev without RDMA: rdma_cm has no device there. */
+static const char *no_rdma_addr(bool v6)
+{
+	return v6 ? "fd98::1" : "10.98.0.1";
+}
+
+static int setup_dummy(void)
+{
+	return system("ip link show afrdma-dummy >/dev/null 2>&1 || "
+		      "ip -batch - <<'EOF'\n"
+		      "link add afrdma-dummy type dummy\n"
+		      "addr add 10.98.0.1/24 dev afrdma-dummy\n"
+		      "addr add fd98::1/64 dev afrdma-dummy nodad\n"
+		      "link set afrdma-dummy up\n"
+		      "EOF");
+}
+
+static int rdma_opt(int fd, int name)
+{
+	socklen_t len = sizeof(int);
+	int val = -1;
+
+	if (getsockopt(fd, SOL_RDMA, name, &val, &len))
+		return -1;
+	return val;
+}
+
+/* Sends @len bytes each way between @a and @b and checks them. */
+static int exchange(int a, int b, size_t len)
+{
+	unsigned char *out = malloc(len), *in = malloc(len);
+	int ret = -1;
+
+	if (!out || !in)
+		goto out;
+	fill(out, len, (unsigned int)len);
+	/* Small enough for the socket buffers: no writer thread needed. */
+	if (send(a, out, len, 0) != (ssize_t)len ||
+	    recv(b, in, len, MSG_WAITALL) != (ssize_t)len || memcmp(in, out, len))
+		goto out;
+	memset(in, 0, len);
+	if (send(b, out, len, 0) != (ssize_t)len ||
+	    recv(a, in, len, MSG_WAITALL) != (ssize_t)len || memcmp(in, out, len))
+		goto out;
+	ret = 0;
+out:
+	free(out);
+	free(in);
+	return ret;
+}
+
+FIXTURE(fb) {
+	int lfd, cfd, sfd;
+	unsigned short port;
+	int saved_fallback;
+};
+
+FIXTURE_VARIANT(fb) {
+	enum afrdma_transport t;
+	bool v6;
+};
+
+FIXTURE_VARIANT_ADD(fb, af_rdma_v4) { .t = AFRDMA_T_FAMILY, .v6 = false };
+FIXTURE_VARIANT_ADD(fb, af_rdma_v6) { .t = AFRDMA_T_FAMILY, .v6 = true };
+FIXTURE_VARIANT_ADD(fb, ipproto_v4) { .t = AFRDMA_T_IPPROTO, .v6 = false };
+FIXTURE_VARIANT_ADD(fb, ipproto_v6) { .t = AFRDMA_T_IPPROTO, .v6 = true };
+
+FIXTURE_SETUP(fb)
+{
+	self->lfd = self->cfd = self->sfd = -1;
+	self->saved_fallback = afrdma_sysctl("fallback", -1);
+	ASSERT_EQ(1, self->saved_fallback) TH_LOG("net.afrdma.fallback is not on by default");
+	ASSERT_EQ(0, setup_dummy());
+	/* The wildcard address: both rxe0's address and the dummy's. */
+	self->lfd = afrdma_listen_on(variant->t, variant->v6 ? "::" : "0.0.0.0",
+				     0, 16, &self->port);
+	ASSERT_LE(0, self->lfd) TH_LOG("listen: %s", strerror(errno));
+}
+
+FIXTURE_TEARDOWN(fb)
+{
+	afrdma_sysctl("fallback", self->saved_fallback);
+	if (self->sfd >= 0)
+		close(self->sfd);
+	if (self->cfd >= 0)
+		close(self->cfd);
+	if (self->lfd >= 0)
+		close(self->lfd);
+}
+
+/* No RDMA device reaches the peer: TCP carries it, on both ends. */
+TEST_F(fb, no_rdma_device)
+{
+	long long no_dev = afrdma_stat("FallbackNoDevice");
+	long long peer_tcp = afrdma_stat("FallbackPeerTcp");
+	struct sockaddr_storage a, b;
+	socklen_t la = sizeof(a), lb = sizeof(b);
+	int qps = rc_qps();
+
+	ASSERT_LE(0, no_dev);
+	self->cfd = afrdma_connect_to(variant->t, no_rdma_addr(variant->v6),
+				      self->port);
+	ASSERT_LE(0, self->cfd) TH_LOG("connect: %s", strerror(errno));
+	self->sfd = accept(self->lfd, NULL, NULL);
+	ASSERT_LE(0, self->sfd);
+	ASSERT_EQ(AFRDMA_TRANSPORT_TCP, rdma_opt(self->cfd, AFRDMA_TRANSPORT));
+	ASSERT_EQ(AFRDMA_FB_NO_DEVICE, rdma_opt(self->cfd, AFRDMA_FALLBACK_REASON));
+	ASSERT_EQ(AFRDMA_TRANSPORT_TCP, rdma_opt(self->sfd, AFRDMA_TRANSPORT));
+	ASSERT_EQ(AFRDMA_FB_PEER_TCP, rdma_opt(self->sfd, AFRDMA_FALLBACK_REASON));
+	ASSERT_EQ(0, exchange(self->cfd, self->sfd, 100000));
+	ASSERT_EQ(qps, rc_qps()) TH_LOG("a fallback connection made RC QPs");
+
+	/* Names are the TCP connection's, in the socket's own family. */
+	ASSERT_EQ(0, getsockname(self->cfd, (struct sockaddr *)&a, &la));
+	ASSERT_EQ(0, getpeername(self->sfd, (struct sockaddr *)&b, &lb));
+	ASSERT_EQ(la, lb);
+	ASSERT_EQ(0, memcmp(&a, &b, la));
+	lb = sizeof(b);
+	ASSERT_EQ(0, getpeername(self->cfd, (struct sockaddr *)&b, &lb));
+	ASSERT_EQ(self->port, afrdma_addr_port(&b));
+
+	ASSERT_EQ(no_dev + 1, afrdma_stat("FallbackNoDevice"));
+	ASSERT_EQ(peer_tcp + 1, afrdma_stat("FallbackPeerTcp"));
+}
+
+/* One listener, two kinds of client: RDMA ones get RDMA, TCP ones TCP. */
+TEST_F(fb, listener_serves_both)
+{
+	struct sockaddr_storage ss;
+	socklen_t len;
+	int tfd, rfd;
+
+	len = afrdma_make_addr(&ss, test_addr(variant->v6), self->port);
+	tfd = socket(ss.ss_family, SOCK_STREAM, 0);
+	ASSERT_LE(0, tfd);
+	ASSERT_EQ(0, connect(tfd, (struct sockaddr *)&ss, len))
+		TH_LOG("TCP connect: %s", strerror(errno));
+	self->sfd = accept(self->lfd, NULL, NULL);
+	ASSERT_LE(0, self->sfd);
+	ASSERT_EQ(AFRDMA_TRANSPORT_TCP, rdma_opt(self->sfd, AFRDMA_TRANSPORT));
+	ASSERT_EQ(0, exchange(tfd, self->sfd, 60000));
+	/* Half-close, as TCP: the peer reads EOF and can still send. */
+	ASSERT_EQ(0, shutdown(tfd, SHUT_WR));
+	ASSERT_NE(0, wait_for(self->sfd, POLLIN, 10000) & POLLIN);
+	ASSERT_EQ(0, recv(self->sfd, &len, 1, 0));
+	ASSERT_EQ(3, send(self->sfd, "bye", 3, 0));
+	ASSERT_EQ(3, recv(tfd, &ss, 3, MSG_WAITALL));
+	close(tfd);
+
+	rfd = afrdma_connect_to(variant->t, test_addr(variant->v6), self->port);
+	ASSERT_LE(0, rfd) TH_LOG("connect: %s", strerror(errno));
+	close(self->sfd);
+	self->sfd = accept(self->lfd, NULL, NULL);
+	ASSERT_LE(0, self->sfd);
+	ASSERT_EQ(AFRDMA_TRANSPORT_RDMA, rdma_opt(rfd, AFRDMA_TRANSPORT));
+	ASSERT_EQ(AFRDMA_TRANSPORT_RDMA, rdma_opt(self->sfd, AFRDMA_TRANSPORT));
+	ASSERT_EQ(AFRDMA_FB_NONE, rdma_opt(rfd, AFRDMA_FALLBACK_REASON));
+	ASSERT_EQ(0, exchange(rfd, self->sfd, 60000));
+	close(rfd);
+}
+
+/* A plain TCP server: RDMA is refused there, so TCP carries the connection. */
+TEST_F(fb, tcp_server)
+{
+	long long rejected = afrdma_stat("FallbackRejected");
+	struct sockaddr_storage ss;
+	unsigned short port;
+	struct tcp_info ti;
+	int one = 1, tl, v;
+	socklen_t len;
+
+	len = afrdma_make_addr(&ss, test_addr(variant->v6), 0);
+	tl = socket(ss.ss_family, SOCK_STREAM, 0);
+	ASSERT_LE(0, tl);
+	ASSERT_EQ(0, setsockopt(tl, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)));
+	ASSERT_EQ(0, bind(tl, (struct sockaddr *)&ss, len));
+	ASSERT_EQ(0, listen(tl, 4));
+	len = sizeof(ss);
+	ASSERT_EQ(0, getsockname(tl, (struct sockaddr *)&ss, &len));
+	port = afrdma_addr_port(&ss);
+
+	self->cfd = afrdma_connect_to(variant->t, test_addr(variant->v6), port);
+	ASSERT_LE(0, self->cfd) TH_LOG("connect: %s", strerror(errno));
+	self->sfd = accept(tl, NULL, NULL);
+	close(tl);
+	ASSERT_LE(0, self->sfd);
+	ASSERT_EQ(AFRDMA_TRANSPORT_TCP, rdma_opt(self->cfd, AFRDMA_TRANSPORT));
+	ASSERT_EQ(AFRDMA_FB_REJECTED, rdma_opt(self->cfd, AFRDMA_FALLBACK_REASON));
+	ASSERT_EQ(rejected + 1, afrdma_stat("FallbackRejected"));
+	ASSERT_EQ(0, exchange(self->cfd, self->sfd, 100000));
+
+	/* TCP-level options reach the real TCP socket. */
+	ASSERT_EQ(0, setsockopt(self->cfd, SOL_TCP, TCP_NODELAY, &one, sizeof(one)));
+	v = 0;
+	len = sizeof(v);
+	ASSERT_EQ(0, getsockopt(self->cfd, SOL_TCP, TCP_NODELAY, &v, &len));
+	ASSERT_EQ(1, v);
+	len = sizeof(ti);
+	ASSERT_EQ(0, getsockopt(self->cfd, SOL_TCP, TCP_INFO, &ti, &len));
+	ASSERT_EQ(TCP_ESTABLISHED, ti.tcpi_state);
+	ASSERT_LT(0U, ti.tcpi_rtt) TH_LOG("TCP_INFO is not the TCP socket's");
+	/* Reset by the peer (close with unread data), as TCP. */
+	ASSERT_EQ(1, send(self->cfd, "x", 1, 0));
+	ASSERT_NE(0, wait_for(self->sfd, POLLIN, 10000) & POLLIN);
+	close(self->sfd);
+	self->sfd = -1;
+	ASSERT_NE(0, wait_for(self->cfd, POLLIN, 10000));
+	ASSERT_EQ(-1, recv(self->cfd, &one, 1, 0));
+	ASSERT_EQ(ECONNRESET, errno);
+}
+
+/*
+ * Non-blocking connect that falls back, with epoll registered before the
+ * fallback happened: the TCP socket's wakeups must reach it.
+ */
+TEST_F(fb, nonblocking_epoll)
+{
+	struct epoll_event ev = { .events = EPOLLIN | EPOLLOUT | EPOLLET };
+	struct sockaddr_storage ss;
+	socklen_t len;
+	int ep, err = -1;
+	char c;
+
+	len = afrdma_make_addr(&ss, no_rdma_addr(variant->v6), self->port);
+	self->cfd = afrdma_socket(variant->t, ss.ss_family, SOCK_NONBLOCK);
+	ASSERT_LE(0, self->cfd);
+	ep = epoll_create1(0);
+	ASSERT_LE(0, ep);
+	ASSERT_EQ(0, epoll_ctl(ep, EPOLL_CTL_ADD, self->cfd, &ev));
+	ASSERT_EQ(-1, connect(self->cfd, (struct sockaddr *)&ss, len));
+	ASSERT_EQ(EINPROGRESS, errno);
+	ASSERT_EQ(1, epoll_wait(ep, &ev, 1, 20000));
+	ASSERT_NE(0U, ev.events & EPOLLOUT);
+	len = sizeof(err);
+	ASSERT_EQ(0, getsockopt(self->cfd, SOL_SOCKET, SO_ERROR, &err, &len));
+	ASSERT_EQ(0, err);
+	ASSERT_EQ(AFRDMA_TRANSPORT_TCP, rdma_opt(self->cfd, AFRDMA_TRANSPORT));
+
+	self->sfd = accept(self->lfd, NULL, NULL);
+	ASSERT_LE(0, self->sfd);
+	ASSERT_EQ(-1, recv(self->cfd, &c, 1, 0));
+	ASSERT_EQ(EAGAIN, errno);
+	ASSERT_EQ(1, send(self->sfd, "y", 1, 0));
+	ASSERT_EQ(1, epoll_wait(ep, &ev, 1, 20000));
+	ASSERT_NE(0U, ev.events & EPOLLIN);
+	ASSERT_EQ(1, recv(self->cfd, &c, 1, 0));
+	ASSERT_EQ('y', c);
+	close(ep);
+}
+
+/* Nobody listens: refused over TCP too, on a blocking and a non-blocking connect. */
+TEST_F(fb, refused)
+{
+	struct sockaddr_storage ss;
+	unsigned short port = self->port;
+	socklen_t len;
+	int err = 0;
+
+	close(self->lfd);
+	self->lfd = -1;
+	ASSERT_EQ(-1, afrdma_connect_to(variant->t, no_rdma_addr(variant->v6), port));
+	ASSERT_EQ(ECONNREFUSED, errno);
+
+	len = afrdma_make_addr(&ss, no_rdma_addr(variant->v6), port);
+	self->cfd = afrdma_socket(variant->t, ss.ss_family, SOCK_NONBLOCK);
+	ASSERT_LE(0, self->cfd);
+	ASSERT_EQ(-1, connect(self->cfd, (struct sockaddr *)&ss, len));
+	ASSERT_EQ(EINPROGRESS, errno);
+	ASSERT_NE(0, wait_for(self->cfd, POLLOUT, 20000) & (POLLERR | POLLHUP));
+	len = sizeof(err);
+	ASSERT_EQ(0, getsockopt(self->cfd, SOL_SOCKET, SO_ERROR, &err, &len));
+	ASSERT_EQ(ECONNREFUSED, err);
+}
+
+/* net.afrdma.fallback=0, or AFRDMA_FALLBACK=0: the RDMA errors, no TCP side. */
+TEST_F(fb, off)
+{
+	struct sockaddr_storage ss;
+	socklen_t len;
+	int fd, zero = 0;
+
+	/* Per socket, set before connect. */
+	len = afrdma_make_addr(&ss, no_rdma_addr(variant->v6), self->port);
+	fd = afrdma_socket(variant->t, ss.ss_family, 0);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(1, rdma_opt(fd, AFRDMA_FALLBACK));
+	ASSERT_EQ(0, setsockopt(fd, SOL_RDMA, AFRDMA_FALLBACK, &zero, sizeof(zero)));
+	ASSERT_EQ(0, rdma_opt(fd, AFRDMA_FALLBACK));
+	ASSERT_EQ(-1, connect(fd, (struct sockaddr *)&ss, len));
+	ASSERT_TRUE(errno == EHOSTUNREACH || errno == ENETUNREACH) TH_LOG("%s", strerror(errno));
+	ASSERT_EQ(AFRDMA_TRANSPORT_NONE, rdma_opt(fd, AFRDMA_TRANSPORT));
+	close(fd);
+
+	/* The sysctl, for sockets made after it changed. */
+	ASSERT_EQ(0, afrdma_sysctl("fallback", 0));
+	ASSERT_EQ(-1, afrdma_connect_to(variant->t, no_rdma_addr(variant->v6), self->port));
+	ASSERT_TRUE(errno == EHOSTUNREACH || errno == ENETUNREACH) TH_LOG("%s", strerror(errno));
+
+	/* A listener made now has no TCP side: plain TCP is refused. */
+	close(self->lfd);
+	self->lfd = afrdma_listen_on(variant->t, test_addr(variant->v6), 0, 4, &self->port);
+	ASSERT_LE(0, self->lfd);
+	len = afrdma_make_addr(&ss, test_addr(variant->v6), self->port);
+	fd = socket(ss.ss_family, SOCK_STREAM, 0);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(-1, connect(fd, (struct sockaddr *)&ss, len));
+	ASSERT_EQ(ECONNREFUSED, errno);
+	close(fd);
+	ASSERT_EQ(-1, afrdma_sysctl("fallback", 2)) TH_LOG("out of range accepted");
+}
+
+/*
+ * The peer host answers TCP but not RDMA (its netdev has no RDMA device,
+ * though ours does): RDMA gets fallback_timeout_ms, then TCP.  The peer is
+ * vb, the other end of rxe0's veth, moved into its own namespace.
+ */
+TEST(no_rdma_peer)
+{
+	long long timeouts = afrdma_stat("FallbackTimeout");
+	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_port = htons(7071) };
+	struct timespec t0, t1;
+	int fd, nsfd, pipefd[2], reason;
+	char c = 0;
+	pid_t pid;
+
+	ASSERT_EQ(0, system("ip netns add afrdma-peer && ip link set vb netns afrdma-peer && "
+			    "ip -n afrdma-peer addr add 10.99.0.2/24 dev vb && "
+			    "ip -n afrdma-peer link set vb up && "
+			    "ip -n afrdma-peer link set lo up"));
+	ASSERT_EQ(0, pipe(pipefd));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		int l, s, one = 1;
+
+		nsfd = open("/run/netns/afrdma-peer", O_RDONLY);
+		if (nsfd < 0 || setns(nsfd, CLONE_NEWNET))
+			_exit(1);
+		inet_pton(AF_INET, "10.99.0.2", &sin.sin_addr);
+		l = socket(AF_INET, SOCK_STREAM, 0);
+		setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+		if (bind(l, (struct sockaddr *)&sin, sizeof(sin)) || listen(l, 1))
+			_exit(2);
+		if (write(pipefd[1], "r", 1) != 1)
+			_exit(3);
+		s = accept(l, NULL, NULL);
+		if (s < 0 || recv(s, &c, 1, MSG_WAITALL) != 1 || send(s, &c, 1, 0) != 1)
+			_exit(4);
+		close(s);
+		_exit(0);
+	}
+	ASSERT_EQ(1, read(pipefd[0], &c, 1));
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	fd = afrdma_connect_to(AFRDMA_T_IPPROTO, "10.99.0.2", 7071);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	EXPECT_LE(0, fd) TH_LOG("connect: %s", strerror(errno));
+	if (fd >= 0) {
+		reason = rdma_opt(fd, AFRDMA_FALLBACK_REASON);
+		TH_LOG("fell back to TCP in %ld ms (reason %d)",
+		       (t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000,
+		       reason);
+		EXPECT_EQ(AFRDMA_TRANSPORT_TCP, rdma_opt(fd, AFRDMA_TRANSPORT));
+		EXPECT_TRUE(reason == AFRDMA_FB_TIMEOUT || reason == AFRDMA_FB_UNREACHABLE);
+		EXPECT_EQ(1, send(fd, "z", 1, 0));
+		EXPECT_EQ(1, recv(fd, &c, 1, MSG_WAITALL));
+		EXPECT_EQ('z', c);
+		if (reason == AFRDMA_FB_TIMEOUT)
+			EXPECT_EQ(timeouts + 1, afrdma_stat("FallbackTimeout"));
+		close(fd);
+	} else {
+		kill(pid, SIGKILL);
+	}
+	waitpid(pid, NULL, 0);
+	/* Put vb back: rxe0's veth needs its peer up. */
+	ASSERT_EQ(0, system("ip -n afrdma-peer link set vb netns 1 && ip netns del afrdma-peer && "
+			    "ip link set vb mtu 9000 up"));
+}
+
+TEST_HARNESS_MAIN

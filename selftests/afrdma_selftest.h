@@ -1,0 +1,109 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Helpers shared by the afrdma selftests: the test addresses vm-run sets
+ * up, polling, RDMA resource counts, counters and sysctls.
+ */
+#ifndef _AFRDMA_SELFTEST_H
+#define _AFRDMA_SELFTEST_H
+
+#include <poll.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The address of rxe0's netdev (va), from vm-run's environment. */
+static inline const char *test_addr(bool v6)
+{
+	const char *a = getenv(v6 ? "AFRDMA_ADDR6" : "AFRDMA_ADDR");
+
+	return a ? a : v6 ? "fd99::1" : "10.99.0.1";
+}
+
+/* Waits for @events on @fd; returns revents, 0 on timeout. */
+static inline int wait_for(int fd, short events, int ms)
+{
+	struct pollfd p = { .fd = fd, .events = events };
+
+	if (poll(&p, 1, ms) <= 0)
+		return 0;
+	return p.revents;
+}
+
+/* Number of RC QPs that `rdma resource show qp` lists right now. */
+static inline int rc_qps(void)
+{
+	FILE *p = popen("rdma resource show qp 2>/dev/null", "r");
+	char line[512];
+	int n = 0;
+
+	if (!p)
+		return -1;
+	while (fgets(line, sizeof(line), p))
+		if (strstr(line, "type RC"))
+			n++;
+	return pclose(p) == 0 ? n : -1;
+}
+
+/* QPs on all devices, from the per-device summary of `rdma resource`. */
+static inline int all_qps(void)
+{
+	FILE *p = popen("rdma resource show 2>/dev/null", "r");
+	char line[512], *q;
+	int n = 0;
+
+	if (!p)
+		return -1;
+	while (fgets(line, sizeof(line), p)) {
+		q = strstr(line, " qp ");
+		if (q)
+			n += atoi(q + 4);
+	}
+	return pclose(p) == 0 ? n : -1;
+}
+
+static inline void fill(unsigned char *buf, size_t len, unsigned int seed)
+{
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		buf[i] = (unsigned char)((i * 131 + seed * 7 + (i >> 9)) & 0xff);
+}
+
+/* One counter from /proc/net/afrdma_stat, or -1. */
+static inline long long afrdma_stat(const char *name)
+{
+	FILE *f = fopen("/proc/net/afrdma_stat", "r");
+	char key[64];
+	long long val, ret = -1;
+
+	if (!f)
+		return -1;
+	while (fscanf(f, "%63s %lld", key, &val) == 2)
+		if (!strcmp(key, name))
+			ret = val;
+	fclose(f);
+	return ret;
+}
+
+/* Reads or writes net.afrdma.@name; -1 on error. */
+static inline int afrdma_sysctl(const char *name, int set)
+{
+	char path[128];
+	FILE *f;
+	int val = -1;
+
+	snprintf(path, sizeof(path), "/proc/sys/net/afrdma/%s", name);
+	f = fopen(path, set >= 0 ? "w" : "r");
+	if (!f)
+		return -1;
+	if (set >= 0)
+		val = fprintf(f, "%d\n", set) > 0 ? set : -1;
+	else if (fscanf(f, "%d", &val) != 1)
+		val = -1;
+	if (fclose(f))
+		val = -1;
+	return val;
+}
+
+#endif /* _AFRDMA_SELFTEST_H */

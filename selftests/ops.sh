@@ -1,0 +1,98 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# The operator's side: net.afrdma.* ranges, sysctls and counters per
+# network namespace, and `afrdma stats` (text and JSON) agreeing with
+# /proc/net/afrdma_stat.  Prints TAP.  Needs the module loaded.
+set -u
+cd "$(dirname "$0")/.."
+. selftests/lib.sh
+
+ns=afrdma-ops
+check()
+{
+	local name=$1
+	shift
+	if "$@"; then
+		tap_result ok "$name"
+	else
+		tap_result fail "$name"
+	fi
+}
+
+# A write outside the range fails and leaves the value alone.
+out_of_range()
+{
+	local name=$1 bad=$2 before
+	before=$(sysctl -n "net.afrdma.$name") || return 1
+	! sysctl -q -w "net.afrdma.$name=$bad" 2>/dev/null &&
+		[ "$(sysctl -n "net.afrdma.$name")" = "$before" ]
+}
+
+stat_of()
+{
+	awk -v k="$1" '$1 == k { print $2 }' "${2:-/proc/net/afrdma_stat}"
+}
+
+stats_json_matches()
+{
+	local json
+	json=$(./tools/afrdma stats -j) || return 1
+	python3 - "$json" <<-'EOF'
+	import json, sys
+	stats = json.loads(sys.argv[1])
+	proc = dict(l.split() for l in open("/proc/net/afrdma_stat"))
+	need = {"ActiveOpens", "PassiveOpens", "FallbackActive", "FallbackPassive",
+	        "FallbackNoDevice", "FallbackTimeout", "FallbackPeerTcp", "Resets"}
+	assert need <= stats.keys(), need - stats.keys()
+	# Counters only grow: the JSON was read first.
+	assert all(int(proc[k]) >= v for k, v in stats.items()), (stats, proc)
+	EOF
+}
+
+stats_text_matches()
+{
+	local t
+	t=$(./tools/afrdma stats | awk '$1 == "PassiveOpens" { print $2 }')
+	[ -n "$t" ] && [ "$t" = "$(stat_of PassiveOpens)" ]
+}
+
+# One RDMA connection: one active and one passive open, no fallback.
+rdma_opens_counted()
+{
+	local a p f
+	a=$(stat_of ActiveOpens) p=$(stat_of PassiveOpens) f=$(stat_of FallbackActive)
+	perf_stream "${AFRDMA_ADDR:-10.99.0.1}" 1M
+	[ "$rc" = 0 ] || { echo "$out" | sed 's/^/# /'; return 1; }
+	[ "$(stat_of ActiveOpens)" -gt "$a" ] && [ "$(stat_of PassiveOpens)" -gt "$p" ] &&
+		[ "$(stat_of FallbackActive)" = "$f" ]
+}
+
+# A new namespace starts from the defaults and from zero, whatever this one did.
+netns_separate()
+{
+	local fb rc=0
+	ip netns add "$ns" || return 1
+	fb=$(sysctl -n net.afrdma.fallback)
+	sysctl -q -w net.afrdma.fallback=0 &&
+	[ "$(ip netns exec "$ns" sysctl -n net.afrdma.fallback)" = 1 ] &&
+	ip netns exec "$ns" sysctl -q -w net.afrdma.rx_slots=8 &&
+	[ "$(sysctl -n net.afrdma.rx_slots)" = 32 ] &&
+	[ "$(ip netns exec "$ns" awk '{ s += $2 } END { print s }' /proc/net/afrdma_stat)" = 0 ] ||
+		rc=1
+	sysctl -q -w "net.afrdma.fallback=$fb"
+	ip netns del "$ns"
+	return $rc
+}
+
+echo "TAP version 13"
+echo "1..7"
+check "fallback_range" out_of_range fallback 2
+check "fallback_timeout_range" out_of_range fallback_timeout_ms 50
+check "slot_size_range" out_of_range slot_size 100
+check "stats_text" stats_text_matches
+check "stats_json" stats_json_matches
+check "stats_count_rdma_opens" rdma_opens_counted
+check "netns_separate" netns_separate
+tap_totals
+[ $fail = 0 ]
