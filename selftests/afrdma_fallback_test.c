@@ -10,6 +10,7 @@
 #include <netinet/tcp.h>
 #include <sched.h>
 #include <sys/epoll.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 
@@ -42,6 +43,37 @@ static int rdma_opt(int fd, int name)
 	if (getsockopt(fd, SOL_RDMA, name, &val, &len))
 		return -1;
 	return val;
+}
+
+struct listing {
+	char	state[16], local[64], remote[64], transport[8], dev[64];
+	unsigned int	rxq, txq, uid, qpn, reason;
+};
+
+/* @fd's line in /proc/net/afrdma, found by the socket's inode. */
+static int listing_of(int fd, struct listing *l)
+{
+	FILE *f = fopen("/proc/net/afrdma", "r");
+	unsigned long ino;
+	char line[512];
+	struct stat st;
+	int ret = -1;
+
+	if (!f || fstat(fd, &st))
+		goto out;
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "%15s %63s %63s %7s %u %u %u %lu %u %63s %u",
+			   l->state, l->local, l->remote, l->transport, &l->rxq,
+			   &l->txq, &l->uid, &ino, &l->qpn, l->dev, &l->reason) == 11 &&
+		    ino == st.st_ino) {
+			ret = 0;
+			break;
+		}
+	}
+out:
+	if (f)
+		fclose(f);
+	return ret;
 }
 
 /* Sends @len bytes each way between @a and @b and checks them. */
@@ -146,6 +178,7 @@ TEST_F(fb, no_rdma_device)
 TEST_F(fb, listener_serves_both)
 {
 	struct sockaddr_storage ss;
+	struct listing l;
 	socklen_t len;
 	int tfd, rfd;
 
@@ -168,13 +201,36 @@ TEST_F(fb, listener_serves_both)
 
 	rfd = afrdma_connect_to(variant->t, test_addr(variant->v6), self->port);
 	ASSERT_LE(0, rfd) TH_LOG("connect: %s", strerror(errno));
-	close(self->sfd);
+	/* Still open, so that the listing shows a TCP connection beside. */
+	tfd = self->sfd;
 	self->sfd = accept(self->lfd, NULL, NULL);
 	ASSERT_LE(0, self->sfd);
 	ASSERT_EQ(AFRDMA_TRANSPORT_RDMA, rdma_opt(rfd, AFRDMA_TRANSPORT));
 	ASSERT_EQ(AFRDMA_TRANSPORT_RDMA, rdma_opt(self->sfd, AFRDMA_TRANSPORT));
 	ASSERT_EQ(AFRDMA_FB_NONE, rdma_opt(rfd, AFRDMA_FALLBACK_REASON));
 	ASSERT_EQ(0, exchange(rfd, self->sfd, 60000));
+
+	/* /proc/net/afrdma: each socket, with what carries it. */
+	ASSERT_EQ(0, listing_of(self->lfd, &l));
+	ASSERT_STREQ("LISTEN", l.state);
+	ASSERT_EQ(getuid(), l.uid);
+	ASSERT_EQ(0, listing_of(rfd, &l));
+	ASSERT_STREQ("ESTAB", l.state);
+	ASSERT_STREQ("rdma", l.transport);
+	ASSERT_LT(0U, l.qpn);
+	ASSERT_STREQ("rxe0", l.dev);
+	ASSERT_NE(NULL, strstr(l.remote, ":")) TH_LOG("remote %s", l.remote);
+	ASSERT_EQ(0, listing_of(tfd, &l));
+	ASSERT_STREQ("ESTAB", l.state);
+	ASSERT_STREQ("tcp", l.transport);
+	ASSERT_EQ((unsigned int)AFRDMA_FB_PEER_TCP, l.reason);
+	ASSERT_EQ(0U, l.qpn);
+	/* Queues: bytes the reader has not read yet. */
+	ASSERT_EQ(5, send(self->sfd, "hello", 5, 0));
+	ASSERT_NE(0, wait_for(rfd, POLLIN, 10000) & POLLIN);
+	ASSERT_EQ(0, listing_of(rfd, &l));
+	ASSERT_EQ(5U, l.rxq);
+	close(tfd);
 	close(rfd);
 }
 

@@ -68,6 +68,31 @@ rdma_opens_counted()
 		[ "$(stat_of FallbackActive)" = "$f" ]
 }
 
+# `afrdma ss -l` lists a listener (with its port), plain `afrdma ss` leaves
+# it out, as ss does.
+ss_lists_listener()
+{
+	local pid port rc=1 fifo
+	fifo=$(mktemp -u) && mkfifo "$fifo" || return 1
+	python3 -c 'import socket, sys, time
+s = socket.socket(socket.AF_INET, socket.SOCK_STREAM, 257)
+s.bind((sys.argv[1], 0))
+s.listen()
+print(s.getsockname()[1], flush=True)
+time.sleep(60)' "${AFRDMA_ADDR:-10.99.0.1}" > "$fifo" &
+	pid=$!
+	read -r -t 30 port < "$fifo"
+	if [ -n "$port" ]; then
+		./tools/afrdma ss -l | sed 's/^/# /'
+		./tools/afrdma ss -l | grep -q "^LISTEN .*:$port " &&
+			! ./tools/afrdma ss | grep -q ":$port " && rc=0
+	fi
+	kill "$pid"
+	wait "$pid" 2>/dev/null
+	rm -f "$fifo"
+	return $rc
+}
+
 # A new namespace starts from the defaults and from zero, whatever this one did.
 netns_separate()
 {
@@ -86,7 +111,7 @@ netns_separate()
 }
 
 echo "TAP version 13"
-echo "1..7"
+echo "1..8"
 check "fallback_range" out_of_range fallback 2
 check "fallback_timeout_range" out_of_range fallback_timeout_ms 50
 check "slot_size_range" out_of_range slot_size 100
@@ -94,5 +119,6 @@ check "stats_text" stats_text_matches
 check "stats_json" stats_json_matches
 check "stats_count_rdma_opens" rdma_opens_counted
 check "netns_separate" netns_separate
+check "ss_lists_listener" ss_lists_listener
 tap_totals
 [ $fail = 0 ]

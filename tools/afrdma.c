@@ -4,11 +4,14 @@
  * counters and the RDMA devices afrdma can use.
  *
  *   afrdma params       family and protocol numbers in effect
+ *   afrdma ss [-l|-a]   sockets, as `ss -tni` lists TCP ones
  *   afrdma stats [-j]   this network namespace's counters, or as JSON
  *   afrdma devices      RDMA devices with their ports, state and netdev
  */
 #include <dirent.h>
 #include <stdbool.h>
+
+#define ARRAY_SIZE(a)	(sizeof(a) / sizeof((a)[0]))
 
 #include "lib/afrdma_sock.h"
 
@@ -38,6 +41,68 @@ static int cmd_params(void)
 	return 0;
 }
 
+/* A file the module provides; says so when it is missing. */
+static FILE *open_proc(const char *path)
+{
+	FILE *f = fopen(path, "r");
+
+	if (!f)
+		fprintf(stderr, "afrdma: %s: %s%s\n", path, strerror(errno),
+			errno == ENOENT ? " (is the module loaded?)" : "");
+	return f;
+}
+
+static const char *const fallback_reasons[] = {
+	"", "no-device", "no-route", "unreachable", "rejected", "resources",
+	"protocol", "timeout", "peer-tcp",
+};
+
+/*
+ * /proc/net/afrdma: "state local remote transport rx_queue tx_queue uid
+ * inode qpn device fallback_reason" after a header line.  Like ss, the
+ * default leaves listeners out; -l shows only them, -a everything.
+ */
+static int cmd_ss(int which)
+{
+	const char *path = "/proc/net/afrdma";
+	char state[16], local[64], remote[64], transport[8], dev[64];
+	unsigned int rxq, txq, uid, qpn, reason;
+	unsigned long ino;
+	char line[512];
+	FILE *f;
+
+	f = open_proc(path);
+	if (!f)
+		return 1;
+	printf("%-10s %-7s %-7s %-40s %-40s %s\n", "State", "Recv-Q", "Send-Q",
+	       "Local Address:Port", "Peer Address:Port", "Transport");
+	if (!fgets(line, sizeof(line), f)) {
+		fclose(f);
+		return 1;
+	}
+	while (fgets(line, sizeof(line), f)) {
+		bool listening;
+
+		if (sscanf(line, "%15s %63s %63s %7s %u %u %u %lu %u %63s %u",
+			   state, local, remote, transport, &rxq, &txq, &uid,
+			   &ino, &qpn, dev, &reason) != 11)
+			continue;
+		listening = !strcmp(state, "LISTEN");
+		if ((which == 'l' && !listening) || (!which && listening))
+			continue;
+		printf("%-10s %-7u %-7u %-40s %-40s %s\n", state, rxq, txq, local,
+		       listening ? "*" : remote, transport);
+		printf("\t uid:%u ino:%lu", uid, ino);
+		if (qpn)
+			printf(" qp:%u dev:%s", qpn, dev);
+		if (reason && reason < ARRAY_SIZE(fallback_reasons))
+			printf(" fallback:%s", fallback_reasons[reason]);
+		putchar('\n');
+	}
+	fclose(f);
+	return 0;
+}
+
 /* /proc/net/afrdma_stat, one "Name value" per line, as text or JSON. */
 static int cmd_stats(bool json)
 {
@@ -47,12 +112,9 @@ static int cmd_stats(bool json)
 	int n = 0;
 	FILE *f;
 
-	f = fopen(path, "r");
-	if (!f) {
-		fprintf(stderr, "afrdma: %s: %s%s\n", path, strerror(errno),
-			errno == ENOENT ? " (is the module loaded?)" : "");
+	f = open_proc(path);
+	if (!f)
 		return 1;
-	}
 	if (json)
 		putchar('{');
 	while (fscanf(f, "%63s %llu", name, &val) == 2) {
@@ -114,8 +176,9 @@ static int cmd_devices(void)
 
 static void usage(FILE *f)
 {
-	fprintf(f, "Usage: afrdma params | stats [-j] | devices\n"
+	fprintf(f, "Usage: afrdma params | ss [-l|-a] | stats [-j] | devices\n"
 		   "  params      address family and IPPROTO numbers in effect\n"
+		   "  ss [-l|-a]  sockets (-l: listening only, -a: all), as ss -tni\n"
 		   "  stats [-j]  counters of this network namespace (-j: JSON)\n"
 		   "  devices     RDMA devices afrdma can use\n");
 }
@@ -124,6 +187,10 @@ int main(int argc, char **argv)
 {
 	if (argc == 2 && !strcmp(argv[1], "params"))
 		return cmd_params();
+	if (argc >= 2 && !strcmp(argv[1], "ss") &&
+	    (argc == 2 || (argc == 3 && (!strcmp(argv[2], "-l") ||
+					 !strcmp(argv[2], "-a")))))
+		return cmd_ss(argc == 3 ? argv[2][1] : 0);
 	if (argc >= 2 && !strcmp(argv[1], "stats") &&
 	    (argc == 2 || (argc == 3 && !strcmp(argv[2], "-j"))))
 		return cmd_stats(argc == 3);

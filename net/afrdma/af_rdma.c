@@ -57,6 +57,7 @@ static void afrdma_sk_destruct(struct sock *sk)
 {
 	struct afrdma_sock *ars = afrdma_sk(sk);
 
+	afrdma_diag_del(sk);
 	if (ars->conn) {
 		WARN_ON_ONCE(!ars->conn->torn);
 		afrdma_conn_free(ars->conn);
@@ -74,6 +75,7 @@ static int afrdma_init_sock(struct sock *sk)
 	INIT_LIST_HEAD(&ars->accept_node);
 	INIT_LIST_HEAD(&ars->accept_q);
 	afrdma_fb_timer_init(sk);
+	afrdma_diag_add(sk);
 	ars->fallback = READ_ONCE(afrdma_net(sock_net(sk))->fallback);
 	if (sk->sk_destruct != afrdma_sk_destruct)
 		ars->base_destruct = sk->sk_destruct ? : inet_sock_destruct;
@@ -256,6 +258,9 @@ static int afrdma_do_bind(struct sock *sk, struct sockaddr_storage *addr)
 	if (err == -ENODEV)
 		err = -EADDRNOTAVAIL;
 	ars->bound = !err;
+	if (!err)
+		afrdma_diag_set_names(sk, (struct sockaddr *)
+				      &ars->cm_id->route.addr.src_addr, NULL);
 	return err;
 }
 
@@ -316,6 +321,7 @@ static int afrdma_connect(struct socket *sock, struct sockaddr *uaddr,
 				goto out;
 		}
 		memcpy(&ars->daddr, &addr, sizeof(addr));
+		afrdma_diag_set_names(sk, NULL, (struct sockaddr *)&addr);
 		if (ars->fallback) {
 			err = afrdma_fb_prepare(sk);
 			if (err)

@@ -181,6 +181,12 @@ struct afrdma_sock {
 	void			(*tcp_error_report)(struct sock *sk);
 	struct sockaddr_storage	daddr;		/* connect()'s peer */
 	struct delayed_work	fb_timer;	/* RDMA setup deadline */
+	/* /proc/net/afrdma: under diag.c's list lock, not the socket lock */
+	struct list_head	diag_node;
+	struct sockaddr_storage	diag_src;
+	struct sockaddr_storage	diag_dst;
+	u32			diag_qpn;
+	char			diag_dev[IB_DEVICE_NAME_MAX];
 	int			tcp_opt[AFRDMA_TCP_OPTS];	/* see sockopt.c */
 	char			tcp_congestion[TCP_CA_NAME_MAX];
 	/* inet_create()'s or inet6_create()'s destructor, chained */
@@ -228,6 +234,17 @@ static inline void afrdma_inc_stats(const struct sock *sk,
 {
 	this_cpu_inc(afrdma_net(sock_net(sk))->mib->mibs[field]);
 }
+
+/* diag.c */
+void afrdma_diag_add(struct sock *sk);
+void afrdma_diag_del(struct sock *sk);
+void afrdma_diag_set_tcp(struct sock *sk, struct socket *tcp);
+void afrdma_diag_set_names(struct sock *sk, const struct sockaddr *src,
+			   const struct sockaddr *dst);
+void afrdma_diag_set_conn(struct sock *sk, const struct afrdma_conn *conn);
+void afrdma_diag_set_cm(struct sock *sk, struct rdma_cm_id *id);
+int afrdma_diag_net_init(struct net *net);
+void afrdma_diag_net_exit(struct net *net);
 
 /* fallback.c */
 static inline bool afrdma_on_tcp(const struct sock *sk)

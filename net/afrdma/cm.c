@@ -121,6 +121,7 @@ static int afrdma_cm_established(struct sock *sk, struct rdma_cm_event *ev)
 	afrdma_fb_rdma_up(sk);
 	afrdma_conn_start(ars->conn, &peer);
 	WRITE_ONCE(ars->transport, AFRDMA_TRANSPORT_RDMA);
+	afrdma_diag_set_cm(sk, ars->cm_id);
 	afrdma_inc_stats(sk, AFRDMA_MIB_ACTIVE_OPENS);
 	sk->sk_state = TCP_ESTABLISHED;
 	sk->sk_state_change(sk);
@@ -299,6 +300,7 @@ static int afrdma_cm_request(struct sock *lsk, struct rdma_cm_id *id,
 	}
 
 	/* From here on the child's own events drive it. */
+	afrdma_diag_set_cm(sk, id);
 	id->context = sk;
 	ars->cm_id = id;
 	sock_hold(sk);

@@ -83,7 +83,7 @@ static void afrdma_fb_attach(struct sock *sk, struct socket *tcp,
 	tsk->sk_write_space = afrdma_fb_write_space;
 	tsk->sk_error_report = afrdma_fb_error_report;
 	write_unlock_bh(&tsk->sk_callback_lock);
-	ars->tcp = tcp;
+	afrdma_diag_set_tcp(sk, tcp);
 }
 
 static struct socket *afrdma_fb_detach(struct sock *sk)
@@ -102,7 +102,7 @@ static struct socket *afrdma_fb_detach(struct sock *sk)
 	tsk->sk_write_space = ars->tcp_write_space;
 	tsk->sk_error_report = ars->tcp_error_report;
 	write_unlock_bh(&tsk->sk_callback_lock);
-	ars->tcp = NULL;
+	afrdma_diag_set_tcp(sk, NULL);
 	return tcp;
 }
 
@@ -279,6 +279,17 @@ bool afrdma_fb_connect_done(const struct sock *sk)
 	       READ_ONCE(afrdma_sk(sk)->tcp->sk->sk_state) != TCP_SYN_SENT;
 }
 
+static void afrdma_fb_diag_names(struct sock *sk)
+{
+	struct sockaddr_storage src, dst;
+	struct socket *tcp = afrdma_sk(sk)->tcp;
+
+	if (kernel_getsockname(tcp, (struct sockaddr *)&src) >= 0 &&
+	    kernel_getpeername(tcp, (struct sockaddr *)&dst) >= 0)
+		afrdma_diag_set_names(sk, (struct sockaddr *)&src,
+				      (struct sockaddr *)&dst);
+}
+
 /* Carries the end of a TCP handshake over to @sk.  @sk is locked. */
 void afrdma_fb_sync(struct sock *sk)
 {
@@ -301,6 +312,7 @@ void afrdma_fb_sync(struct sock *sk)
 		return;
 	default:
 		sk->sk_state = TCP_ESTABLISHED;
+		afrdma_fb_diag_names(sk);
 		return;
 	}
 }
@@ -403,6 +415,7 @@ int afrdma_fb_accept(struct sock *lsk, struct sock **newsk)
 	ars->fb_reason = AFRDMA_FB_PEER_TCP;
 	WRITE_ONCE(ars->transport, AFRDMA_TRANSPORT_TCP);
 	sk->sk_state = TCP_ESTABLISHED;
+	afrdma_fb_diag_names(sk);
 	afrdma_inc_stats(sk, AFRDMA_MIB_FALLBACK_PASSIVE);
 	afrdma_inc_stats(sk, AFRDMA_MIB_FALLBACK_REASON +
 			 AFRDMA_FB_PEER_TCP - 1);

@@ -93,6 +93,11 @@ static int __net_init afrdma_net_init(struct net *net)
 	err = afrdma_stats_net_init(net, an);
 	if (err)
 		return err;
+	err = afrdma_diag_net_init(net);
+	if (err) {
+		afrdma_stats_net_exit(net, an);
+		return err;
+	}
 	table = kmemdup(afrdma_sysctl_template, sizeof(afrdma_sysctl_template),
 			GFP_KERNEL);
 	if (!table)
@@ -115,6 +120,7 @@ static int __net_init afrdma_net_init(struct net *net)
 	return 0;
 
 fail:
+	afrdma_diag_net_exit(net);
 	afrdma_stats_net_exit(net, an);
 	return -ENOMEM;
 }
@@ -126,6 +132,7 @@ static void __net_exit afrdma_net_exit(struct net *net)
 
 	unregister_net_sysctl_table(an->sysctl);
 	kfree(table);
+	afrdma_diag_net_exit(net);
 	afrdma_stats_net_exit(net, an);
 }
 

@@ -1,0 +1,196 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * afrdma socket listing: /proc/net/afrdma, one line per socket of the
+ * reader's network namespace, with what /proc/net/tcp shows for TCP (state,
+ * addresses, queues, uid, inode) plus the transport, QP number and RDMA
+ * device.  `afrdma ss` formats it.
+ *
+ * Every afrdma socket is on afrdma_socks from init to destruct.  The
+ * lock also guards the names and device snapshot in struct afrdma_sock and
+ * the fallback TCP socket pointer, so that a reader never follows a
+ * pointer that release is freeing.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/proc_fs.h>
+#include <linux/seq_file.h>
+#include <net/net_namespace.h>
+#include <net/tcp.h>
+
+#include "afrdma.h"
+
+static LIST_HEAD(afrdma_socks);
+static DEFINE_SPINLOCK(afrdma_socks_lock);
+
+void afrdma_diag_add(struct sock *sk)
+{
+	spin_lock_bh(&afrdma_socks_lock);
+	list_add_tail(&afrdma_sk(sk)->diag_node, &afrdma_socks);
+	spin_unlock_bh(&afrdma_socks_lock);
+}
+
+void afrdma_diag_del(struct sock *sk)
+{
+	spin_lock_bh(&afrdma_socks_lock);
+	list_del_init(&afrdma_sk(sk)->diag_node);
+	spin_unlock_bh(&afrdma_socks_lock);
+}
+
+/* Sets the fallback TCP socket that readers may follow. */
+void afrdma_diag_set_tcp(struct sock *sk, struct socket *tcp)
+{
+	spin_lock_bh(&afrdma_socks_lock);
+	afrdma_sk(sk)->tcp = tcp;
+	spin_unlock_bh(&afrdma_socks_lock);
+}
+
+/* Records @sk's addresses (either may be NULL: unchanged) for the listing. */
+void afrdma_diag_set_names(struct sock *sk, const struct sockaddr *src,
+			   const struct sockaddr *dst)
+{
+	struct afrdma_sock *ars = afrdma_sk(sk);
+
+	spin_lock_bh(&afrdma_socks_lock);
+	if (src)
+		memcpy(&ars->diag_src, src, src->sa_family == AF_INET6 ?
+		       sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in));
+	if (dst)
+		memcpy(&ars->diag_dst, dst, dst->sa_family == AF_INET6 ?
+		       sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in));
+	spin_unlock_bh(&afrdma_socks_lock);
+}
+
+/* The RDMA side of an established connection, for the listing. */
+void afrdma_diag_set_conn(struct sock *sk, const struct afrdma_conn *conn)
+{
+	struct afrdma_sock *ars = afrdma_sk(sk);
+
+	spin_lock_bh(&afrdma_socks_lock);
+	ars->diag_qpn = conn->qp ? conn->qp->qp_num : 0;
+	strscpy(ars->diag_dev, dev_name(&conn->dev->ibdev->dev),
+		sizeof(ars->diag_dev));
+	spin_unlock_bh(&afrdma_socks_lock);
+}
+
+/* An RDMA connection's names and QP, from its cm id. */
+void afrdma_diag_set_cm(struct sock *sk, struct rdma_cm_id *id)
+{
+	afrdma_diag_set_names(sk, (struct sockaddr *)&id->route.addr.src_addr,
+			      (struct sockaddr *)&id->route.addr.dst_addr);
+	if (afrdma_sk(sk)->conn)
+		afrdma_diag_set_conn(sk, afrdma_sk(sk)->conn);
+}
+
+static const char *const afrdma_state_names[] = {
+	[TCP_ESTABLISHED]	= "ESTAB",
+	[TCP_SYN_SENT]		= "SYN-SENT",
+	[TCP_SYN_RECV]		= "SYN-RECV",
+	[TCP_CLOSE]		= "CLOSE",
+	[TCP_LISTEN]		= "LISTEN",
+};
+
+static const char *const afrdma_transport_names[] = {
+	[AFRDMA_TRANSPORT_NONE]	= "-",
+	[AFRDMA_TRANSPORT_RDMA]	= "rdma",
+	[AFRDMA_TRANSPORT_TCP]	= "tcp",
+};
+
+static const struct sockaddr_in afrdma_no_addr = { .sin_family = AF_INET };
+
+static const struct sockaddr *afrdma_diag_addr(const struct sockaddr_storage *ss)
+{
+	if (ss->ss_family == AF_INET || ss->ss_family == AF_INET6)
+		return (const struct sockaddr *)ss;
+	return (const struct sockaddr *)&afrdma_no_addr;
+}
+
+/* Bytes queued each way; the list lock keeps ars->tcp alive. */
+static void afrdma_diag_queues(struct sock *sk, u32 *rxq, u32 *txq)
+{
+	struct afrdma_sock *ars = afrdma_sk(sk);
+	struct afrdma_conn *conn = ars->conn;
+	const struct tcp_sock *tp;
+
+	*rxq = 0;
+	*txq = 0;
+	if (ars->transport == AFRDMA_TRANSPORT_TCP && ars->tcp) {
+		tp = tcp_sk(ars->tcp->sk);
+		*rxq = max_t(int, READ_ONCE(tp->rcv_nxt) -
+				  READ_ONCE(tp->copied_seq), 0);
+		*txq = READ_ONCE(tp->write_seq) - READ_ONCE(tp->snd_una);
+	} else if (conn && !READ_ONCE(conn->torn)) {
+		*rxq = READ_ONCE(conn->rx_bytes);
+		*txq = READ_ONCE(conn->tx_unacked);
+	} else if (sk->sk_state == TCP_LISTEN) {
+		*rxq = READ_ONCE(ars->accept_len);
+		*txq = READ_ONCE(sk->sk_max_ack_backlog);
+	}
+}
+
+static void *afrdma_seq_start(struct seq_file *seq, loff_t *pos)
+	__acquires(&afrdma_socks_lock)
+{
+	spin_lock_bh(&afrdma_socks_lock);
+	return seq_list_start_head(&afrdma_socks, *pos);
+}
+
+static void *afrdma_seq_next(struct seq_file *seq, void *v, loff_t *pos)
+{
+	return seq_list_next(v, &afrdma_socks, pos);
+}
+
+static void afrdma_seq_stop(struct seq_file *seq, void *v)
+	__releases(&afrdma_socks_lock)
+{
+	spin_unlock_bh(&afrdma_socks_lock);
+}
+
+static int afrdma_seq_show(struct seq_file *seq, void *v)
+{
+	struct afrdma_sock *ars;
+	u32 rxq, txq;
+	struct sock *sk;
+	int state;
+
+	if (v == &afrdma_socks) {
+		seq_puts(seq, "state local remote transport rx_queue tx_queue uid inode qpn device fallback_reason\n");
+		return 0;
+	}
+	ars = list_entry(v, struct afrdma_sock, diag_node);
+	sk = &ars->inet.sk;
+	if (!net_eq(sock_net(sk), seq_file_net(seq)))
+		return 0;
+	state = READ_ONCE(sk->sk_state);
+	afrdma_diag_queues(sk, &rxq, &txq);
+	seq_printf(seq, "%s %pISpc %pISpc %s %u %u %u %lu %u %s %u\n",
+		   state < ARRAY_SIZE(afrdma_state_names) &&
+		   afrdma_state_names[state] ? afrdma_state_names[state] : "?",
+		   afrdma_diag_addr(&ars->diag_src),
+		   afrdma_diag_addr(&ars->diag_dst),
+		   afrdma_transport_names[READ_ONCE(ars->transport)], rxq, txq,
+		   from_kuid_munged(seq_user_ns(seq), sock_i_uid(sk)),
+		   sock_i_ino(sk), ars->diag_qpn,
+		   ars->diag_dev[0] ? ars->diag_dev : "-",
+		   READ_ONCE(ars->fb_reason));
+	return 0;
+}
+
+static const struct seq_operations afrdma_seq_ops = {
+	.start	= afrdma_seq_start,
+	.next	= afrdma_seq_next,
+	.stop	= afrdma_seq_stop,
+	.show	= afrdma_seq_show,
+};
+
+int afrdma_diag_net_init(struct net *net)
+{
+	if (!proc_create_net("afrdma", 0444, net->proc_net, &afrdma_seq_ops,
+			     sizeof(struct seq_net_private)))
+		return -ENOMEM;
+	return 0;
+}
+
+void afrdma_diag_net_exit(struct net *net)
+{
+	remove_proc_entry("afrdma", net->proc_net);
+}
