@@ -6,6 +6,7 @@
  * vm-run provides both).
  */
 #include <fcntl.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -206,6 +207,72 @@ TEST_F(conn, reset)
 }
 
 /* The module cannot go while a socket holds it. */
+static int set_int(int fd, int level, int name, int val)
+{
+	return setsockopt(fd, level, name, &val, sizeof(val));
+}
+
+static int get_int(int fd, int level, int name)
+{
+	socklen_t len = sizeof(int);
+	int val = -1;
+
+	return getsockopt(fd, level, name, &val, &len) ? -1 : val;
+}
+
+/*
+ * SO_KEEPALIVE with 1 s idle and interval: an idle connection to a live
+ * peer is probed and stays up.  (A dead peer is the wire tests' job: here
+ * both ends share one device.)
+ */
+TEST_F(conn, keepalive_probes)
+{
+	long long probes = afrdma_stat("KeepaliveProbes");
+	long long timeouts = afrdma_stat("KeepaliveTimeouts");
+	char c;
+
+	ASSERT_LE(0, probes);
+	ASSERT_EQ(0, set_int(self->cfd, SOL_TCP, TCP_KEEPIDLE, 1));
+	ASSERT_EQ(0, set_int(self->cfd, SOL_TCP, TCP_KEEPINTVL, 1));
+	ASSERT_EQ(0, set_int(self->cfd, SOL_TCP, TCP_KEEPCNT, 2));
+	ASSERT_EQ(0, set_int(self->cfd, SOL_SOCKET, SO_KEEPALIVE, 1));
+	ASSERT_EQ(1, get_int(self->cfd, SOL_SOCKET, SO_KEEPALIVE));
+	/* Idle: nothing to read for 4 s, and no error. */
+	ASSERT_EQ(0, wait_for(self->cfd, POLLIN, 4000));
+	ASSERT_LE(probes + 2, afrdma_stat("KeepaliveProbes"));
+	ASSERT_EQ(timeouts, afrdma_stat("KeepaliveTimeouts"));
+	ASSERT_EQ(0, get_int(self->cfd, SOL_SOCKET, SO_ERROR));
+	ASSERT_EQ(1, send(self->sfd, "k", 1, 0));
+	ASSERT_EQ(1, recv(self->cfd, &c, 1, 0));
+
+	/* Off: no more probes. */
+	ASSERT_EQ(0, set_int(self->cfd, SOL_SOCKET, SO_KEEPALIVE, 0));
+	probes = afrdma_stat("KeepaliveProbes");
+	ASSERT_EQ(0, wait_for(self->cfd, POLLIN, 2500));
+	ASSERT_EQ(probes, afrdma_stat("KeepaliveProbes"));
+}
+
+/* Accepted sockets inherit SO_KEEPALIVE from their listener, as in TCP. */
+TEST_F(conn, keepalive_inherited)
+{
+	const char *a = variant->v6 ? addr6() : addr4();
+	unsigned short port;
+	int lfd, cfd, sfd;
+
+	lfd = afrdma_listen_on(variant->t, a, 0, 4, &port);
+	ASSERT_LE(0, lfd);
+	ASSERT_EQ(0, set_int(lfd, SOL_SOCKET, SO_KEEPALIVE, 1));
+	cfd = afrdma_connect_to(variant->t, a, port);
+	ASSERT_LE(0, cfd);
+	sfd = accept(lfd, NULL, NULL);
+	ASSERT_LE(0, sfd);
+	ASSERT_EQ(1, get_int(sfd, SOL_SOCKET, SO_KEEPALIVE));
+	ASSERT_EQ(0, get_int(cfd, SOL_SOCKET, SO_KEEPALIVE));
+	close(sfd);
+	close(cfd);
+	close(lfd);
+}
+
 TEST_F(conn, rmmod_refused)
 {
 	ASSERT_NE(0, syscall(__NR_delete_module, "afrdma", O_NONBLOCK));

@@ -112,6 +112,8 @@ struct sock *afrdma_sk_clone(struct sock *parent)
 	sk->sk_userlocks = parent->sk_userlocks;
 	sk->sk_rcvtimeo = parent->sk_rcvtimeo;
 	sk->sk_sndtimeo = parent->sk_sndtimeo;
+	if (sock_flag(parent, SOCK_KEEPOPEN))
+		sock_set_flag(sk, SOCK_KEEPOPEN);
 	sk->sk_destruct = afrdma_sk(parent)->base_destruct;
 	afrdma_init_sock(sk);
 	afrdma_sockopt_clone(sk, parent);
@@ -761,8 +763,13 @@ static int afrdma_sock_recvmsg(struct socket *sock, struct msghdr *msg,
 	return afrdma_recvmsg(sock, msg, len, flags);
 }
 
+/* SO_KEEPALIVE; the core holds @sk locked and sets SOCK_KEEPOPEN after. */
 static void afrdma_keepalive(struct sock *sk, int val)
 {
+	struct afrdma_conn *conn = afrdma_sk(sk)->conn;
+
+	if (conn && sk->sk_state == TCP_ESTABLISHED)
+		afrdma_ka_set(conn, val);
 	afrdma_fb_keepalive(sk, val);
 }
 

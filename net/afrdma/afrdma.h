@@ -42,6 +42,8 @@ enum afrdma_mib_field {
 	AFRDMA_MIB_FALLBACK_REASON,
 	AFRDMA_MIB_CONNECT_FAILED = AFRDMA_MIB_FALLBACK_REASON + AFRDMA_FB_MAX - 1,
 	AFRDMA_MIB_RESETS,		/* connections ended by a reset */
+	AFRDMA_MIB_KEEPALIVE_PROBES,
+	AFRDMA_MIB_KEEPALIVE_TIMEOUTS,	/* peers found dead */
 	AFRDMA_MIB_MAX
 };
 
@@ -145,6 +147,14 @@ struct afrdma_conn {
 	bool			fin_sent;
 	bool			dead;		/* device gone or fatal error */
 	bool			torn;		/* resources released */
+
+	/* keepalive.c; see its locking note */
+	struct timer_list	ka_timer;
+	struct ib_cqe		ka_cqe;
+	unsigned long		ka_last;	/* jiffies of the last sign of life */
+	unsigned long		ka_probe_sent;
+	bool			ka_on;
+	bool			ka_probing;
 };
 
 /*
@@ -212,6 +222,7 @@ int afrdma_put_addr(struct sock *sk, struct sockaddr *uaddr,
 		    const struct sockaddr *src);
 
 /* sockopt.c */
+int afrdma_tcp_opt_index(int name);
 void afrdma_sockopt_init(struct sock *sk);
 void afrdma_sockopt_clone(struct sock *sk, const struct sock *parent);
 void afrdma_sockopt_to_tcp(struct sock *sk, struct socket *tcp);
@@ -296,6 +307,11 @@ int afrdma_conn_start(struct afrdma_conn *conn,
 		      const struct afrdma_cm_params *peer);
 void afrdma_conn_abort(struct sock *sk, int err);
 void afrdma_conn_fatal(struct afrdma_conn *conn, int err);
+
+/* keepalive.c */
+void afrdma_ka_init(struct afrdma_conn *conn);
+void afrdma_ka_set(struct afrdma_conn *conn, bool on);
+void afrdma_ka_stop(struct afrdma_conn *conn);
 
 /* rx.c */
 void afrdma_rx_done(struct ib_cq *cq, struct ib_wc *wc);

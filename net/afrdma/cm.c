@@ -120,6 +120,8 @@ static int afrdma_cm_established(struct sock *sk, struct rdma_cm_event *ev)
 	afrdma_fb_timer_stop(sk);
 	afrdma_fb_rdma_up(sk);
 	afrdma_conn_start(ars->conn, &peer);
+	if (sock_flag(sk, SOCK_KEEPOPEN))
+		afrdma_ka_set(ars->conn, true);
 	WRITE_ONCE(ars->transport, AFRDMA_TRANSPORT_RDMA);
 	afrdma_diag_set_cm(sk, ars->cm_id);
 	afrdma_inc_stats(sk, AFRDMA_MIB_ACTIVE_OPENS);
@@ -240,6 +242,8 @@ static int afrdma_cm_child_event(struct sock *sk, struct rdma_cm_event *ev)
 	    parent->sk_state == TCP_LISTEN) {
 		sk->sk_state = TCP_ESTABLISHED;
 		WRITE_ONCE(ars->transport, AFRDMA_TRANSPORT_RDMA);
+		if (ars->conn && sock_flag(sk, SOCK_KEEPOPEN))
+			afrdma_ka_set(ars->conn, true);
 		afrdma_inc_stats(sk, AFRDMA_MIB_PASSIVE_OPENS);
 		list_add_tail(&ars->accept_node, &pars->accept_q);
 		pars->accept_len++;

@@ -133,8 +133,8 @@ static int afrdma_create_qp(struct afrdma_conn *conn)
 	struct ib_qp_init_attr attr = {};
 	int err;
 
-	/* Each queue gets one extra entry for ib_drain_qp(). */
-	conn->cq_size = conn->tx_slots + AFRDMA_CTRL_SLOTS + conn->rx_slots + 2;
+	/* One extra entry each for ib_drain_qp(), one for a keepalive probe. */
+	conn->cq_size = conn->tx_slots + AFRDMA_CTRL_SLOTS + conn->rx_slots + 3;
 	conn->cq = ib_cq_pool_get(ibdev, conn->cq_size, -1, IB_POLL_SOFTIRQ);
 	if (IS_ERR(conn->cq)) {
 		err = PTR_ERR(conn->cq);
@@ -146,7 +146,7 @@ static int afrdma_create_qp(struct afrdma_conn *conn)
 	attr.qp_context = conn;
 	attr.send_cq = conn->cq;
 	attr.recv_cq = conn->cq;
-	attr.cap.max_send_wr = conn->tx_slots + AFRDMA_CTRL_SLOTS + 1;
+	attr.cap.max_send_wr = conn->tx_slots + AFRDMA_CTRL_SLOTS + 2;
 	attr.cap.max_recv_wr = conn->rx_slots + 1;
 	attr.cap.max_send_sge = 1;
 	attr.cap.max_recv_sge = 1;
@@ -199,6 +199,7 @@ struct afrdma_conn *afrdma_conn_create(struct sock *sk, struct rdma_cm_id *id)
 		return ERR_PTR(-ENOMEM);
 	conn->sk = sk;
 	conn->cm_id = id;
+	afrdma_ka_init(conn);
 	afrdma_conn_size(conn, sk);
 	spin_lock_init(&conn->lock);
 	INIT_LIST_HEAD(&conn->rx_ready);
@@ -263,6 +264,7 @@ void afrdma_conn_teardown(struct afrdma_conn *conn)
 {
 	if (conn->torn)
 		return;
+	afrdma_ka_stop(conn);
 	if (conn->qp) {
 		ib_drain_qp(conn->qp);
 		rdma_destroy_qp(conn->cm_id);

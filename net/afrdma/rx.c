@@ -60,6 +60,7 @@ void afrdma_rx_done(struct ib_cq *cq, struct ib_wc *wc)
 		return;
 	}
 
+	WRITE_ONCE(conn->ka_last, jiffies);
 	ib_dma_sync_single_for_cpu(conn->dev->ibdev, slot->dma, wc->byte_len,
 				   DMA_FROM_DEVICE);
 	if (afrdma_parse_msg(slot->buf, wc->byte_len, &msg))

@@ -41,7 +41,7 @@ static const struct {
 
 static_assert(ARRAY_SIZE(afrdma_tcp_opts) <= AFRDMA_TCP_OPTS);
 
-static int afrdma_tcp_opt_index(int name)
+int afrdma_tcp_opt_index(int name)
 {
 	unsigned int i;
 

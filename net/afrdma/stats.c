@@ -28,6 +28,8 @@ static const char * const afrdma_mib_names[AFRDMA_MIB_MAX] = {
 	[AFRDMA_MIB_FALLBACK_REASON + AFRDMA_FB_PEER_TCP - 1] = "FallbackPeerTcp",
 	[AFRDMA_MIB_CONNECT_FAILED]	= "ConnectFailed",
 	[AFRDMA_MIB_RESETS]		= "Resets",
+	[AFRDMA_MIB_KEEPALIVE_PROBES]	= "KeepaliveProbes",
+	[AFRDMA_MIB_KEEPALIVE_TIMEOUTS]	= "KeepaliveTimeouts",
 };
 
 static int afrdma_stat_show(struct seq_file *seq, void *v)
