@@ -385,6 +385,58 @@ TEST_F(fb, off)
 }
 
 /*
+ * net.afrdma.max_connections bounds the RDMA connections of a namespace
+ * (both ends count here: they share a host); past it, TCP carries new
+ * ones, or with the fallback off, connect fails with ENOBUFS.
+ */
+TEST_F(fb, connection_limit)
+{
+	int saved = afrdma_sysctl("max_connections", -1);
+	long long base = afrdma_stat("CurrConnections");
+	const char *a = test_addr(variant->v6);
+	int rfd, fd, sfd2, zero = 0;
+	struct sockaddr_storage ss;
+	socklen_t len;
+
+	ASSERT_LT(0, saved);
+	ASSERT_LE(0, base);
+	ASSERT_EQ(base + 2, afrdma_sysctl("max_connections", base + 2));
+	rfd = afrdma_connect_to(variant->t, a, self->port);
+	EXPECT_LE(0, rfd);
+	self->sfd = accept(self->lfd, NULL, NULL);
+	EXPECT_EQ(AFRDMA_TRANSPORT_RDMA, rdma_opt(rfd, AFRDMA_TRANSPORT));
+	EXPECT_EQ(base + 2, afrdma_stat("CurrConnections"));
+
+	self->cfd = afrdma_connect_to(variant->t, a, self->port);
+	EXPECT_LE(0, self->cfd) TH_LOG("connect: %s", strerror(errno));
+	sfd2 = accept(self->lfd, NULL, NULL);
+	EXPECT_LE(0, sfd2);
+	EXPECT_EQ(AFRDMA_TRANSPORT_TCP, rdma_opt(self->cfd, AFRDMA_TRANSPORT));
+	EXPECT_EQ(AFRDMA_FB_RESOURCES, rdma_opt(self->cfd, AFRDMA_FALLBACK_REASON));
+	EXPECT_EQ(0, exchange(self->cfd, sfd2, 10000));
+	close(sfd2);
+
+	len = afrdma_make_addr(&ss, a, self->port);
+	fd = afrdma_socket(variant->t, ss.ss_family, 0);
+	EXPECT_EQ(0, setsockopt(fd, SOL_RDMA, AFRDMA_FALLBACK, &zero, sizeof(zero)));
+	EXPECT_EQ(-1, connect(fd, (struct sockaddr *)&ss, len));
+	EXPECT_EQ(ENOBUFS, errno);
+	close(fd);
+
+	/* Closing gives the slots back. */
+	close(rfd);
+	close(self->sfd);
+	self->sfd = -1;
+	EXPECT_EQ(base, afrdma_stat("CurrConnections"));
+	rfd = afrdma_connect_to(variant->t, a, self->port);
+	EXPECT_LE(0, rfd);
+	EXPECT_EQ(AFRDMA_TRANSPORT_RDMA, rdma_opt(rfd, AFRDMA_TRANSPORT));
+	self->sfd = accept(self->lfd, NULL, NULL);
+	close(rfd);
+	ASSERT_EQ(saved, afrdma_sysctl("max_connections", saved));
+}
+
+/*
  * The peer host answers TCP but not RDMA (its netdev has no RDMA device,
  * though ours does): RDMA gets fallback_timeout_ms, then TCP.  The peer is
  * vb, the other end of rxe0's veth, moved into its own namespace.

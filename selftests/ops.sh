@@ -111,10 +111,11 @@ netns_separate()
 }
 
 echo "TAP version 13"
-echo "1..8"
+echo "1..9"
 check "fallback_range" out_of_range fallback 2
 check "fallback_timeout_range" out_of_range fallback_timeout_ms 50
 check "slot_size_range" out_of_range slot_size 100
+check "max_connections_range" out_of_range max_connections -1
 check "stats_text" stats_text_matches
 check "stats_json" stats_json_matches
 check "stats_count_rdma_opens" rdma_opens_counted

@@ -28,6 +28,7 @@
 #define AFRDMA_RESOLVE_MS	2000
 #define AFRDMA_TCP_OPTS		16
 #define AFRDMA_FALLBACK_TIMEOUT_MS	2000
+#define AFRDMA_MAX_CONNS	4096
 
 /* Local limit on buffers per direction: the QP and CQ are sized from it. */
 #define AFRDMA_MAX_SLOTS_LOCAL	1024
@@ -58,6 +59,8 @@ struct afrdma_net {
 	int			slot_size;
 	int			fallback;
 	int			fallback_timeout_ms;
+	int			max_conns;
+	atomic_t		conns;		/* RDMA connections with resources */
 	struct ctl_table_header	*sysctl;
 	struct afrdma_mib __percpu *mib;
 };

@@ -190,13 +190,21 @@ static void afrdma_conn_size(struct afrdma_conn *conn, const struct sock *sk)
  */
 struct afrdma_conn *afrdma_conn_create(struct sock *sk, struct rdma_cm_id *id)
 {
+	struct afrdma_net *an = afrdma_net(sock_net(sk));
 	struct afrdma_conn *conn;
 	unsigned int i;
 	int err;
 
+	/* Past net.afrdma.max_connections, TCP takes the connection. */
+	if (atomic_inc_return(&an->conns) > READ_ONCE(an->max_conns)) {
+		atomic_dec(&an->conns);
+		return ERR_PTR(-ENOBUFS);
+	}
 	conn = kzalloc(sizeof(*conn), GFP_KERNEL);
-	if (!conn)
+	if (!conn) {
+		atomic_dec(&an->conns);
 		return ERR_PTR(-ENOMEM);
+	}
 	conn->sk = sk;
 	conn->cm_id = id;
 	afrdma_ka_init(conn);
@@ -207,6 +215,7 @@ struct afrdma_conn *afrdma_conn_create(struct sock *sk, struct rdma_cm_id *id)
 
 	conn->dev = afrdma_device_get(id->device);
 	if (!conn->dev) {
+		atomic_dec(&an->conns);
 		kfree(conn);
 		return ERR_PTR(-ENODEV);
 	}
@@ -284,6 +293,7 @@ void afrdma_conn_teardown(struct afrdma_conn *conn)
 	afrdma_free_tx(conn);
 	afrdma_device_detach(conn);
 	afrdma_device_put(conn->dev);
+	atomic_dec(&afrdma_net(sock_net(conn->sk))->conns);
 	conn->torn = true;
 }
 

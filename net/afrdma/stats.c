@@ -45,6 +45,8 @@ static int afrdma_stat_show(struct seq_file *seq, void *v)
 			sum += READ_ONCE(per_cpu_ptr(an->mib, cpu)->mibs[i]);
 		seq_printf(seq, "%s %llu\n", afrdma_mib_names[i], sum);
 	}
+	/* A gauge, not a counter: RDMA connections holding resources now. */
+	seq_printf(seq, "CurrConnections %d\n", atomic_read(&an->conns));
 	return 0;
 }
 

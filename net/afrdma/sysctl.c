@@ -21,6 +21,7 @@ static int afrdma_slot_size_min = AFRDMA_MIN_SLOT_SIZE;
 static int afrdma_slot_size_max = AFRDMA_MAX_SLOT_SIZE;
 static int afrdma_fb_timeout_min = 100;
 static int afrdma_fb_timeout_max = 60000;
+static int afrdma_max_conns_max = 1 << 20;
 
 static const struct afrdma_net afrdma_net_defaults = {
 	.rx_slots	= AFRDMA_RX_SLOTS,
@@ -28,6 +29,7 @@ static const struct afrdma_net afrdma_net_defaults = {
 	.slot_size	= AFRDMA_SLOT_SIZE,
 	.fallback	= 1,
 	.fallback_timeout_ms = AFRDMA_FALLBACK_TIMEOUT_MS,
+	.max_conns	= AFRDMA_MAX_CONNS,
 };
 
 /* .data points into init_net's copy; each netns gets its own. */
@@ -72,6 +74,14 @@ static struct ctl_table afrdma_sysctl_template[] = {
 		.extra1		= &afrdma_fb_timeout_min,
 		.extra2		= &afrdma_fb_timeout_max,
 	},
+	{
+		.procname	= "max_connections",
+		.maxlen		= sizeof(int),
+		.mode		= 0644,
+		.proc_handler	= proc_dointvec_minmax,
+		.extra1		= SYSCTL_ZERO,
+		.extra2		= &afrdma_max_conns_max,
+	},
 	{ }	/* sentinel, for kernels that still want one */
 };
 
@@ -107,6 +117,7 @@ static int __net_init afrdma_net_init(struct net *net)
 	table[2].data = &an->slot_size;
 	table[3].data = &an->fallback;
 	table[4].data = &an->fallback_timeout_ms;
+	table[5].data = &an->max_conns;
 #ifdef AFRDMA_HAVE_REGISTER_NET_SYSCTL_SZ
 	an->sysctl = register_net_sysctl_sz(net, "net/afrdma", table,
 					    AFRDMA_SYSCTLS);
