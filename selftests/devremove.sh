@@ -2,20 +2,32 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # Device removal and arrival: `rdma link delete rxe0` under a blocked recv
-# resets the connection (ECONNRESET, no hang), and an rxe device added
-# afterwards carries new connections.  Needs the vm-run guest's rxe0 on va;
-# run last, it replaces that device.  Prints TAP.
+# resets the connection (ECONNRESET, no hang), an rxe device added
+# afterwards carries new connections, and removal under 16 busy streams
+# ends every one of them with an error, promptly, leaving no QP behind.
+# Needs the vm-run guest's rxe0 on va; run last, it replaces that device.
+# Prints TAP.
 set -u
 cd "$(dirname "$0")/.."
 addr=${AFRDMA_ADDR:-10.99.0.1}
 . selftests/lib.sh
 
+add_rxe0()
+{
+	rdma link add rxe0 type rxe netdev va
+	for _ in $(seq 100); do
+		grep -q ACTIVE /sys/class/infiniband/rxe0/ports/1/state 2>/dev/null && break
+		sleep 0.1
+	done
+}
+
 echo "TAP version 13"
-echo "1..2"
+echo "1..3"
 if ! rdma link show rxe0/1 >/dev/null 2>&1; then
 	echo "# no rxe0: not inside tools/testing/vm-run"
 	tap_result fail device_removal
 	tap_result fail device_added_later
+	tap_result fail device_removal_under_load
 	tap_totals
 	exit 1
 fi
@@ -61,11 +73,7 @@ fi
 rm -f "$log"
 
 # A device that arrives after the module loaded is used.
-rdma link add rxe0 type rxe netdev va
-for _ in $(seq 100); do
-	grep -q ACTIVE /sys/class/infiniband/rxe0/ports/1/state 2>/dev/null && break
-	sleep 0.1
-done
+add_rxe0
 perf_stream "$addr" 4M
 echo "$out" | sed 's/^/# /'
 if [ $rc = 0 ]; then
@@ -73,5 +81,49 @@ if [ $rc = 0 ]; then
 else
 	tap_result fail device_added_later
 fi
+
+# 16 streams far from done when rxe0 goes: every one must end with an
+# error within the timeout, and no QP may stay behind.
+under_load()
+{
+	local slog clog srv cli port= qps i cli_rc
+
+	slog=$(mktemp) clog=$(mktemp)
+	./tools/afrdma-perf server -a "$addr" -p 0 > "$slog" 2>&1 &
+	srv=$!
+	for _ in $(seq 100); do
+		port=$(sed -n 's/.* port \([0-9]*\) .*/\1/p' "$slog")
+		[ -n "$port" ] && break
+		sleep 0.1
+	done
+	timeout 120 ./tools/afrdma-perf client -a "$addr" -p "${port:-1}" -P 16 \
+		-s 64K -n 64G > "$clog" 2>&1 &
+	cli=$!
+	for i in $(seq 300); do
+		qps=$(rdma resource show qp 2>/dev/null | grep -c 'type RC')
+		[ "$qps" -ge 32 ] && break
+		sleep 0.1
+	done
+	echo "# $qps RC QPs before removal"
+	sleep 1
+	timeout 60 rdma link delete rxe0 || return 1
+	wait $cli
+	cli_rc=$?
+	kill $srv 2>/dev/null
+	wait $srv 2>/dev/null
+	sed 's/^/# client: /' "$clog" | tail -5
+	rm -f "$slog" "$clog"
+	echo "# client exit $cli_rc; RC QPs left: $(rdma resource show qp | grep -c 'type RC')"
+	# 124 is timeout(1): a stream that hung.
+	[ "$qps" -ge 32 ] && [ "$cli_rc" != 0 ] && [ "$cli_rc" != 124 ] &&
+		[ "$(rdma resource show qp | grep -c 'type RC')" = 0 ]
+}
+
+if under_load; then
+	tap_result ok device_removal_under_load
+else
+	tap_result fail device_removal_under_load
+fi
+add_rxe0
 tap_totals
 [ $fail = 0 ]
