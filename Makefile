@@ -4,7 +4,11 @@
 #
 #   make [KDIR=...] [W=1] [C=2]   module (net/afrdma/afrdma.ko) and tools
 #   make check                    build for every installed kernel, test in a VM
+#   make stress                   the long versions of the load and churn tests
 #   make demo                     echo and transfer over AF_RDMA beside TCP
+#   make install [DESTDIR=] [PREFIX=/usr/local]
+#                                 module (updates/), tools, uapi header, man pages
+#   make uninstall
 #   make clean
 #
 # Without KDIR the running kernel's build tree is used.
@@ -19,13 +23,21 @@ TOOL_DEPS := include/uapi/linux/afrdma.h tools/lib/afrdma_sock.h
 COMPAT_H := net/afrdma/compat/generated.h
 TOOLS := tools/afrdma tools/afrdma-perf tools/afrdma-run tools/libafrdma-preload.so
 
+PREFIX	?= /usr/local
+BINDIR	:= $(PREFIX)/bin
+LIBDIR	:= $(PREFIX)/lib/afrdma
+INCDIR	:= $(PREFIX)/include/linux
+MANDIR	:= $(PREFIX)/share/man
+MANS	:= man/afrdma.7 man/afrdma.8 man/afrdma-run.1 man/afrdma-perf.1
+
 # The kernels "make check" builds for and tests: every installed one that has
 # both an image and a build tree.
 CHECK_KRELS ?= $(sort $(foreach v,$(wildcard /boot/vmlinuz-*),\
 	$(if $(wildcard /lib/modules/$(v:/boot/vmlinuz-%=%)/build/Makefile),\
 	$(v:/boot/vmlinuz-%=%))))
 
-.PHONY: all module tools selftests check demo bench clean kdir-check deps
+.PHONY: all module tools selftests check stress demo bench clean kdir-check deps \
+	install install-module install-user uninstall
 
 all: module tools selftests
 
@@ -67,8 +79,43 @@ selftests:
 check:
 	@./tools/testing/check $(CHECK_KRELS)
 
+# The whole check, with the load and churn tests at full size.
+stress:
+	@CHECK_ENV="AFRDMA_STRESS=1 AFRDMA_CHURN=10000 AFRDMA_CONNS=1024" \
+		CHECK_TIMEOUT=14400 ./tools/testing/check $(CHECK_KRELS)
+
 demo:
 	@./tools/testing/demo
+
+install: install-module install-user
+
+# modules_install runs depmod; with DESTDIR it only stages the tree.
+# Distribution kernels' signing keys are not on the machine: the module is
+# installed unsigned (DKMS signs with its own key where Secure Boot wants it).
+install-module: module
+	$(MAKE) -C "$(KDIR)" M="$(CURDIR)" INSTALL_MOD_DIR=updates \
+		CONFIG_MODULE_SIG_ALL= \
+		$(if $(DESTDIR),INSTALL_MOD_PATH="$(DESTDIR)" DEPMOD=true) modules_install
+
+# afrdma-run finds its preload library beside itself, through the link.
+install-user: tools
+	install -D -m 0755 tools/afrdma "$(DESTDIR)$(BINDIR)/afrdma"
+	install -D -m 0755 tools/afrdma-perf "$(DESTDIR)$(BINDIR)/afrdma-perf"
+	install -D -m 0755 tools/afrdma-run "$(DESTDIR)$(LIBDIR)/afrdma-run"
+	install -D -m 0644 tools/libafrdma-preload.so \
+		"$(DESTDIR)$(LIBDIR)/libafrdma-preload.so"
+	ln -sfn ../lib/afrdma/afrdma-run "$(DESTDIR)$(BINDIR)/afrdma-run"
+	install -D -m 0644 include/uapi/linux/afrdma.h "$(DESTDIR)$(INCDIR)/afrdma.h"
+	for m in $(MANS); do \
+		install -D -m 0644 $$m "$(DESTDIR)$(MANDIR)/man$${m##*.}/$${m##*/}" || exit; \
+	done
+
+uninstall:
+	rm -f "$(DESTDIR)$(BINDIR)/afrdma" "$(DESTDIR)$(BINDIR)/afrdma-perf" \
+		"$(DESTDIR)$(BINDIR)/afrdma-run" "$(DESTDIR)$(INCDIR)/afrdma.h"
+	rm -rf "$(DESTDIR)$(LIBDIR)"
+	for m in $(MANS); do rm -f "$(DESTDIR)$(MANDIR)/man$${m##*.}/$${m##*/}"; done
+	rm -f "$(DESTDIR)/lib/modules/$(KREL)/updates/net/afrdma/afrdma.ko"
 
 clean:
 	-[ -f "$(KDIR)/Makefile" ] && $(MAKE) -C "$(KDIR)" M="$(CURDIR)" clean

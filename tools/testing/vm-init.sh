@@ -123,6 +123,8 @@ export AFRDMA_OUTDIR=$VM_DIR
 
 cd "$AFRDMA_CWD" || { msg "cannot cd to $AFRDMA_CWD"; finish 1; }
 
+# vm-run judges the kernel log from here on (CMD_MARK there).
+echo "afrdma-vm: command starts" > /dev/kmsg
 timeout -k 10 "$AFRDMA_TIMEOUT" "${AFRDMA_CMD[@]}" < /dev/null
 rc=$?
 [ "$rc" -eq 124 ] && msg "command timed out after $AFRDMA_TIMEOUT s"
