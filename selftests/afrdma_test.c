@@ -14,19 +14,16 @@
 
 #include "kselftest_harness.h"
 #include "lib/afrdma_sock.h"
+#include "afrdma_selftest.h"
 
 static const char *addr4(void)
 {
-	const char *a = getenv("AFRDMA_ADDR");
-
-	return a ? a : "10.99.0.1";
+	return test_addr(false);
 }
 
 static const char *addr6(void)
 {
-	const char *a = getenv("AFRDMA_ADDR6");
-
-	return a ? a : "fd99::1";
+	return test_addr(true);
 }
 
 /* Number of RC QPs that `rdma resource show qp` lists right now. */
@@ -67,16 +64,6 @@ static void fill(unsigned char *buf, size_t len, unsigned int seed)
 
 	for (i = 0; i < len; i++)
 		buf[i] = (unsigned char)((i * 131 + seed * 7 + (i >> 9)) & 0xff);
-}
-
-/* Waits for @events on @fd; returns revents, 0 on timeout. */
-static int wait_for(int fd, short events, int ms)
-{
-	struct pollfd p = { .fd = fd, .events = events };
-
-	if (poll(&p, 1, ms) <= 0)
-		return 0;
-	return p.revents;
 }
 
 struct writer {

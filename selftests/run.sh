@@ -66,6 +66,7 @@ fi
 
 run afrdma_test ./selftests/afrdma_test
 run afrdma_api_test ./selftests/afrdma_api_test
+run afrdma_cork_test ./selftests/afrdma_cork_test
 run python_echo python3 ./selftests/echo.py
 run preload ./selftests/preload.sh
 run transfer ./selftests/transfer.sh
