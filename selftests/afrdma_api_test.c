@@ -18,22 +18,7 @@
 
 #include "kselftest_harness.h"
 #include "lib/afrdma_sock.h"
-
-static const char *test_addr(bool v6)
-{
-	const char *a = getenv(v6 ? "AFRDMA_ADDR6" : "AFRDMA_ADDR");
-
-	return a ? a : v6 ? "fd99::1" : "10.99.0.1";
-}
-
-static int wait_for(int fd, short events, int ms)
-{
-	struct pollfd p = { .fd = fd, .events = events };
-
-	if (poll(&p, 1, ms) <= 0)
-		return 0;
-	return p.revents;
-}
+#include "afrdma_selftest.h"
 
 FIXTURE(api) {
 	int lfd, cfd, sfd;

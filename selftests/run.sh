@@ -66,6 +66,7 @@ fi
 
 run afrdma_test ./selftests/afrdma_test
 run afrdma_api_test ./selftests/afrdma_api_test
+run afrdma_cork_test ./selftests/afrdma_cork_test
 run afrdma_fallback_test ./selftests/afrdma_fallback_test
 run afrdma_stress_test ./selftests/afrdma_stress_test
 run python_echo python3 ./selftests/echo.py

@@ -10,6 +10,7 @@
 #include <linux/list.h>
 #include <linux/spinlock.h>
 #include <linux/workqueue.h>
+#include <linux/timer.h>
 #include <net/inet_sock.h>
 #include <net/sock.h>
 #include <net/tcp.h>
@@ -111,8 +112,18 @@ struct afrdma_tx_slot {
  *
  * Locking: the owner holds the socket lock to create, use and tear down
  * the connection; the structure lives as long as the socket.  @lock, a BH
- * lock because completions run in softirq, covers the counters, lists and
- * flags below it, which completions also touch.
+ * lock because completions and @cork_timer run in softirq, covers the
+ * counters, lists and flags below it, which they also touch.
+ *
+ * The open slot: data the send path holds back (TCP_CORK, MSG_MORE, Nagle)
+ * waits in tx[tx_head % tx_slots], not yet posted, @tx_pending bytes long.
+ * The owner copies into it with @lock dropped and @tx_filling set; while
+ * that is set nobody else may post the slot, so completions and the timer
+ * only record why it should go (@tx_push, a lower @tx_tail) and the owner
+ * posts it when the copy is done.  Otherwise whoever holds @lock and sees
+ * it due posts it.  @tx_cork and @tx_nodelay mirror the socket options,
+ * written by the owner under @lock.  @cork_timer only ever takes @lock;
+ * teardown shuts it down before draining the QP.
  */
 struct afrdma_conn {
 	struct sock		*sk;
@@ -142,6 +153,8 @@ struct afrdma_conn {
 	unsigned int		tx_head;	/* SENDs posted */
 	unsigned int		tx_tail;	/* SENDs completed */
 	unsigned int		tx_unacked;	/* payload bytes not completed */
+	unsigned int		tx_pending;	/* bytes in the open slot */
+	unsigned long		tx_opened;	/* jiffies when it was opened */
 	unsigned int		ctrl_head;	/* control SENDs posted */
 	unsigned int		ctrl_tail;	/* control SENDs completed */
 	unsigned int		tx_credits;	/* peer receive buffers free */
@@ -150,6 +163,12 @@ struct afrdma_conn {
 	bool			fin_sent;
 	bool			dead;		/* device gone or fatal error */
 	bool			torn;		/* resources released */
+	bool			tx_filling;	/* owner copying into open slot */
+	bool			tx_push;	/* post open slot regardless */
+	bool			tx_more;	/* last send had MSG_MORE */
+	bool			tx_cork;	/* TCP_CORK */
+	bool			tx_nodelay;	/* TCP_NODELAY */
+	struct timer_list	cork_timer;	/* TCP's 200 ms cork ceiling */
 
 	/* keepalive.c; see its locking note */
 	struct timer_list	ka_timer;
@@ -233,6 +252,7 @@ int afrdma_setsockopt(struct socket *sock, int level, int optname,
 		      sockptr_t optval, unsigned int optlen);
 int afrdma_getsockopt(struct socket *sock, int level, int optname,
 		      char __user *optval, int __user *optlen);
+int afrdma_sockopt_tcp(const struct sock *sk, int optname);
 
 /* sysctl.c */
 int afrdma_sysctl_init(void);
@@ -331,6 +351,9 @@ void afrdma_tx_fin(struct afrdma_conn *conn);
 bool afrdma_tx_writable(const struct afrdma_conn *conn);
 bool afrdma_tx_idle(const struct afrdma_conn *conn);
 void afrdma_tx_flush_credits(struct afrdma_conn *conn);
+void afrdma_tx_init(struct afrdma_conn *conn);
+void afrdma_tx_stop(struct afrdma_conn *conn);
+void afrdma_tx_set_opt(struct afrdma_conn *conn, int optname, bool on);
 
 /* device.c */
 int afrdma_device_init(void);

@@ -212,6 +212,7 @@ struct afrdma_conn *afrdma_conn_create(struct sock *sk, struct rdma_cm_id *id)
 	spin_lock_init(&conn->lock);
 	INIT_LIST_HEAD(&conn->rx_ready);
 	INIT_LIST_HEAD(&conn->dev_node);
+	afrdma_tx_init(conn);
 
 	conn->dev = afrdma_device_get(id->device);
 	if (!conn->dev) {
@@ -274,6 +275,7 @@ void afrdma_conn_teardown(struct afrdma_conn *conn)
 	if (conn->torn)
 		return;
 	afrdma_ka_stop(conn);
+	afrdma_tx_stop(conn);
 	if (conn->qp) {
 		ib_drain_qp(conn->qp);
 		rdma_destroy_qp(conn->cm_id);

@@ -3,8 +3,8 @@
  * afrdma socket options at the TCP, IP and IPv6 levels.  Programs written
  * for TCP set many of these blindly; afrdma accepts them and reads them
  * back rather than breaking those programs.  Options with a meaning here
- * (TCP_NODELAY, TCP_INFO, IPV6_V6ONLY) are honoured; the IP and IPv6
- * levels go to the IP layer where the socket has the state it needs.
+ * (TCP_NODELAY, TCP_CORK, TCP_INFO, IPV6_V6ONLY) are honoured; the IP and
+ * IPv6 levels go to the IP layer where the socket has the state it needs.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -49,6 +49,14 @@ int afrdma_tcp_opt_index(int name)
 		if (afrdma_tcp_opts[i].name == name)
 			return i;
 	return -1;
+}
+
+/* A TCP option's value for the data path; socket lock held. */
+int afrdma_sockopt_tcp(const struct sock *sk, int optname)
+{
+	int i = afrdma_tcp_opt_index(optname);
+
+	return i < 0 ? 0 : afrdma_sk(sk)->tcp_opt[i];
 }
 
 void afrdma_sockopt_init(struct sock *sk)
@@ -197,6 +205,10 @@ static int afrdma_set_tcp(struct sock *sk, int optname, sockptr_t optval,
 		val = !!val;
 	lock_sock(sk);
 	ars->tcp_opt[i] = val;
+	/* These two change what the send path holds back, at once. */
+	if ((optname == TCP_CORK || optname == TCP_NODELAY) && ars->conn &&
+	    !ars->conn->torn)
+		afrdma_tx_set_opt(ars->conn, optname, val);
 	release_sock(sk);
 	return 0;
 }
@@ -213,6 +225,10 @@ static void afrdma_tcp_info(struct sock *sk, struct tcp_info *info)
 		info->tcpi_rcv_mss = conn->rx_slot_size -
 				     sizeof(struct afrdma_msg_hdr);
 		info->tcpi_unacked = conn->tx_head - conn->tx_tail;
+		/* A SEND is a segment: what coalescing saves shows here. */
+		info->tcpi_data_segs_out = conn->tx_head;
+		info->tcpi_segs_out = conn->tx_head + conn->ctrl_head;
+		info->tcpi_notsent_bytes = conn->tx_pending;
 		info->tcpi_snd_cwnd = conn->tx_credits;
 		info->tcpi_rcv_space = conn->rx_slots * conn->rx_slot_size;
 	}

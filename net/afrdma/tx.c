@@ -7,6 +7,13 @@
  * Credits: each SEND consumes one of the peer's posted receive buffers.
  * Data and FIN leave the last credit alone, so a credit return can always
  * be sent and the two sides can never both wait for each other.
+ *
+ * Coalescing follows TCP, with one SEND standing for one segment: a partly
+ * filled buffer (the open slot) is held while TCP_CORK is set or the last
+ * send had MSG_MORE, for at most TCP's 200 ms, and with Nagle while earlier
+ * SENDs are in flight.  A full slot always goes.  Holding saves the peer's
+ * receive buffers (credits) and SENDs, which cost more here than small
+ * segments do in TCP: every SEND takes a whole receive buffer.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -16,6 +23,7 @@
 #include "afrdma.h"
 
 #define AFRDMA_HDR_LEN	sizeof(struct afrdma_msg_hdr)
+#define AFRDMA_CORK_MAX	(HZ / 5)	/* TCP's TCP_CORK ceiling */
 
 static int afrdma_post_send(struct afrdma_conn *conn,
 			    struct afrdma_tx_slot *slot, unsigned int len)
@@ -38,16 +46,32 @@ static int afrdma_post_send(struct afrdma_conn *conn,
 	return ib_post_send(conn->qp, &wr, NULL);
 }
 
-static bool afrdma_tx_writable_locked(const struct afrdma_conn *conn)
+/*
+ * Bytes a send may copy now: the room left in the open slot, or a fresh
+ * slot.  A fresh one needs the credits to post it, as before coalescing,
+ * so that poll and a full window behave the same either way.
+ */
+static unsigned int afrdma_tx_room_locked(const struct afrdma_conn *conn)
 {
-	return !conn->dead && conn->tx_head - conn->tx_tail < conn->tx_slots &&
-	       conn->tx_credits >= 2;
+	if (conn->dead)
+		return 0;
+	if (conn->tx_pending)
+		return conn->tx_payload - conn->tx_pending;
+	if (conn->tx_head - conn->tx_tail < conn->tx_slots &&
+	    conn->tx_credits >= 2)
+		return conn->tx_payload;
+	return 0;
 }
 
 bool afrdma_tx_writable(const struct afrdma_conn *conn)
 {
-	return !READ_ONCE(conn->dead) &&
-	       READ_ONCE(conn->tx_head) - READ_ONCE(conn->tx_tail) <
+	unsigned int pending = READ_ONCE(conn->tx_pending);
+
+	if (READ_ONCE(conn->dead))
+		return false;
+	if (pending)
+		return pending < READ_ONCE(conn->tx_payload);
+	return READ_ONCE(conn->tx_head) - READ_ONCE(conn->tx_tail) <
 			conn->tx_slots &&
 	       READ_ONCE(conn->tx_credits) >= 2;
 }
@@ -90,16 +114,161 @@ void afrdma_tx_flush_credits(struct afrdma_conn *conn)
 	spin_unlock_bh(&conn->lock);
 }
 
-/* Sends a pending FIN once credits allow. */
-void afrdma_tx_fin(struct afrdma_conn *conn)
+/*
+ * Whether the open slot should go now, by TCP's rules (tcp_nagle_test()):
+ * a full slot or an explicit push always; otherwise not while corked, and
+ * with Nagle only once nothing is in flight, so a ping-pong never waits.
+ */
+static bool afrdma_tx_due_locked(const struct afrdma_conn *conn)
 {
-	spin_lock_bh(&conn->lock);
-	if (conn->fin_pending && !conn->fin_sent &&
-	    !afrdma_ctrl_post_locked(conn, AFRDMA_MSG_FIN)) {
+	if (!conn->tx_pending || conn->tx_filling)
+		return false;
+	if (conn->tx_pending >= conn->tx_payload || conn->tx_push)
+		return true;
+	if (conn->tx_cork || conn->tx_more)
+		return false;
+	return conn->tx_nodelay || conn->tx_head == conn->tx_tail;
+}
+
+/* Posts the open slot if it is due and a spare credit allows. */
+static int afrdma_tx_push_locked(struct afrdma_conn *conn)
+{
+	struct afrdma_tx_slot *slot;
+	int err;
+
+	if (!afrdma_tx_due_locked(conn) || conn->dead || !conn->qp ||
+	    conn->tx_credits < 2)
+		return 0;
+
+	slot = &conn->tx[conn->tx_head % conn->tx_slots];
+	afrdma_build_msg(slot->buf, AFRDMA_MSG_DATA, conn->rx_owed,
+			 conn->tx_pending);
+	err = afrdma_post_send(conn, slot, AFRDMA_HDR_LEN + conn->tx_pending);
+	if (err) {
+		/* Only an errored QP refuses: the data would never go. */
+		conn->dead = true;
+		return err;
+	}
+	slot->len = conn->tx_pending;
+	conn->tx_pending = 0;
+	conn->tx_push = false;
+	conn->tx_head++;
+	conn->tx_credits--;
+	conn->rx_owed = 0;
+	return 0;
+}
+
+/* Held data must not wait longer than TCP would let it. */
+static void afrdma_tx_arm_locked(struct afrdma_conn *conn)
+{
+	if (conn->tx_pending && (conn->tx_cork || conn->tx_more) &&
+	    !timer_pending(&conn->cork_timer))
+		mod_timer(&conn->cork_timer, conn->tx_opened + AFRDMA_CORK_MAX);
+}
+
+/* The open slot first, then a pending FIN, which must follow the data. */
+static int afrdma_tx_kick_locked(struct afrdma_conn *conn)
+{
+	int err;
+
+	if (conn->fin_pending && conn->tx_pending)
+		conn->tx_push = true;
+	err = afrdma_tx_push_locked(conn);
+	if (!err && conn->fin_pending && !conn->fin_sent &&
+	    !conn->tx_pending && !afrdma_ctrl_post_locked(conn, AFRDMA_MSG_FIN)) {
 		conn->fin_pending = false;
 		conn->fin_sent = true;
 	}
+	return err;
+}
+
+/* A push failed on a live socket: reset it, as a failed SEND does. */
+static void afrdma_tx_failed(struct afrdma_conn *conn)
+{
+	WRITE_ONCE(conn->sk->sk_err, ECONNRESET);
+	sk_error_report(conn->sk);
+}
+
+/*
+ * Posts what waited for credits, a completion or a push: the open slot,
+ * then a pending FIN.  Any context; shutdown and close call it after
+ * setting fin_pending, receive completions when credits come back.
+ */
+void afrdma_tx_fin(struct afrdma_conn *conn)
+{
+	int err;
+
+	spin_lock_bh(&conn->lock);
+	err = afrdma_tx_kick_locked(conn);
 	spin_unlock_bh(&conn->lock);
+	if (err)
+		afrdma_tx_failed(conn);
+}
+
+static void afrdma_tx_cork_expired(struct timer_list *t)
+{
+	struct afrdma_conn *conn = from_timer(conn, t, cork_timer);
+	unsigned long due;
+	int err = 0;
+
+	spin_lock(&conn->lock);
+	due = conn->tx_opened + AFRDMA_CORK_MAX;
+	if (!conn->tx_pending || conn->dead) {
+		/* Pushed meanwhile, or torn down. */
+	} else if (time_before(jiffies, due)) {
+		/* Armed for an earlier slot: this one has time left. */
+		mod_timer(&conn->cork_timer, due);
+	} else {
+		conn->tx_push = true;
+		err = afrdma_tx_kick_locked(conn);
+	}
+	spin_unlock(&conn->lock);
+	if (err)
+		afrdma_tx_failed(conn);
+}
+
+/* Called before the connection can send; @sk's options are settled. */
+void afrdma_tx_init(struct afrdma_conn *conn)
+{
+	timer_setup(&conn->cork_timer, afrdma_tx_cork_expired, 0);
+	conn->tx_cork = afrdma_sockopt_tcp(conn->sk, TCP_CORK);
+	conn->tx_nodelay = afrdma_sockopt_tcp(conn->sk, TCP_NODELAY);
+}
+
+/*
+ * Nothing may be posted from here on: teardown is about to drain the QP,
+ * and a SEND posted after the drain could complete after the CQ is gone.
+ */
+void afrdma_tx_stop(struct afrdma_conn *conn)
+{
+	spin_lock_bh(&conn->lock);
+	conn->dead = true;
+	spin_unlock_bh(&conn->lock);
+	timer_shutdown_sync(&conn->cork_timer);
+}
+
+/*
+ * TCP_CORK or TCP_NODELAY changed; the caller holds the socket lock.  As
+ * in TCP, removing the cork or turning Nagle off pushes what is held (the
+ * TCP_NAGLE_PUSH of tcp_push_pending_frames()); a new cork starts the
+ * ceiling for data already waiting.
+ */
+void afrdma_tx_set_opt(struct afrdma_conn *conn, int optname, bool on)
+{
+	int err;
+
+	spin_lock_bh(&conn->lock);
+	if (optname == TCP_CORK)
+		conn->tx_cork = on;
+	else
+		conn->tx_nodelay = on;
+	if (conn->tx_pending && (optname == TCP_CORK ? !on : on))
+		conn->tx_push = true;
+	err = afrdma_tx_kick_locked(conn);
+	afrdma_tx_arm_locked(conn);
+	spin_unlock_bh(&conn->lock);
+	if (err)
+		afrdma_tx_failed(conn);
 }
 
 /* Counts a completed SEND of either kind; false if it failed. */
@@ -130,7 +299,9 @@ void afrdma_tx_done(struct ib_cq *cq, struct ib_wc *wc)
 	spin_lock(&conn->lock);
 	conn->tx_unacked -= slot->len;
 	spin_unlock(&conn->lock);
-	afrdma_send_done(wc, &conn->tx_tail);
+	/* Nagle's wait ends when the last SEND in flight completes. */
+	if (afrdma_send_done(wc, &conn->tx_tail))
+		afrdma_tx_fin(conn);
 	conn->sk->sk_write_space(conn->sk);
 }
 
@@ -171,8 +342,8 @@ int afrdma_sendmsg(struct socket *sock, struct msghdr *msg, size_t len)
 
 	while (sent < len) {
 		DEFINE_WAIT_FUNC(wait, woken_wake_function);
-		struct afrdma_tx_slot *slot = NULL;
-		unsigned int chunk;
+		unsigned int room, off, chunk, copied;
+		struct afrdma_tx_slot *slot;
 
 		conn = afrdma_sk(sk)->conn;
 		if (sk->sk_err) {
@@ -193,44 +364,41 @@ int afrdma_sendmsg(struct socket *sock, struct msghdr *msg, size_t len)
 		}
 
 		spin_lock_bh(&conn->lock);
-		if (afrdma_tx_writable_locked(conn))
-			slot = &conn->tx[conn->tx_head % conn->tx_slots];
+		room = afrdma_tx_room_locked(conn);
+		off = conn->tx_pending;
+		/* With tx_filling set the slot, and so tx_head, stays put. */
+		slot = &conn->tx[conn->tx_head % conn->tx_slots];
+		if (room) {
+			conn->tx_filling = true;
+			if (!off)
+				conn->tx_opened = jiffies;
+		}
 		spin_unlock_bh(&conn->lock);
 
-		if (slot) {
-			chunk = min_t(size_t, len - sent, conn->tx_payload);
-			if (copy_from_iter(slot->buf + AFRDMA_HDR_LEN, chunk,
-					   &msg->msg_iter) != chunk) {
-				err = -EFAULT;
-				break;
-			}
+		if (room) {
+			chunk = min_t(size_t, len - sent, room);
+			copied = copy_from_iter(slot->buf + AFRDMA_HDR_LEN + off,
+						chunk, &msg->msg_iter);
+
 			spin_lock_bh(&conn->lock);
-			if (afrdma_tx_writable_locked(conn)) {
-				afrdma_build_msg(slot->buf, AFRDMA_MSG_DATA,
-						 conn->rx_owed, chunk);
-				err = afrdma_post_send(conn, slot,
-						       AFRDMA_HDR_LEN + chunk);
-				if (!err) {
-					slot->len = chunk;
-					conn->tx_unacked += chunk;
-					conn->tx_head++;
-					conn->tx_credits--;
-					conn->rx_owed = 0;
-				}
-			} else {
-				/* A credit return took the last spare credit. */
-				iov_iter_revert(&msg->msg_iter, chunk);
-				slot = NULL;
-			}
+			conn->tx_filling = false;
+			conn->tx_pending += copied;
+			conn->tx_unacked += copied;
+			conn->tx_more = !!(flags & MSG_MORE);
+			err = afrdma_tx_push_locked(conn);
+			afrdma_tx_arm_locked(conn);
 			spin_unlock_bh(&conn->lock);
+
+			sent += copied;
 			if (err) {
 				err = -EPIPE;
 				break;
 			}
-			if (slot) {
-				sent += chunk;
-				continue;
+			if (copied != chunk) {
+				err = -EFAULT;
+				break;
 			}
+			continue;
 		}
 
 		if (!timeo) {
