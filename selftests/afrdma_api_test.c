@@ -9,6 +9,7 @@
 #include <linux/sockios.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <sys/epoll.h>
 #include <sys/ioctl.h>
@@ -569,6 +570,53 @@ TEST_F(api, addr_in_use)
 	ASSERT_EQ(-1, bind(fd, (struct sockaddr *)&ss, self->sslen));
 	ASSERT_EQ(EADDRINUSE, errno);
 	close(fd);
+}
+
+struct accepter {
+	int	fd;
+	int	ret;
+	int	err;
+};
+
+static void *accept_thread(void *arg)
+{
+	struct accepter *a = arg;
+
+	a->ret = accept(a->fd, NULL, NULL);
+	a->err = errno;
+	return NULL;
+}
+
+/*
+ * shutdown() on a listener, as TCP: a thread blocked in accept() returns
+ * EINVAL, and after close the port is free again.
+ */
+TEST_F(api, shutdown_listener)
+{
+	struct accepter a = { .fd = self->lfd, .ret = -2 };
+	struct sockaddr_storage ss = self->ss;
+	int i, fd, one = 1;
+	pthread_t t;
+
+	ASSERT_EQ(0, pthread_create(&t, NULL, accept_thread, &a));
+	usleep(200000);
+	ASSERT_EQ(0, shutdown(self->lfd, SHUT_RDWR));
+	for (i = 0; i < 100 && a.ret == -2; i++)
+		usleep(50000);
+	ASSERT_EQ(-1, a.ret) TH_LOG("accept() still blocked after shutdown");
+	ASSERT_EQ(EINVAL, a.err);
+	pthread_join(t, NULL);
+	ASSERT_EQ(0, listen(self->lfd, 4)) TH_LOG("listen again: %s", strerror(errno));
+	close(self->lfd);
+	self->lfd = -1;
+
+	fd = afrdma_socket(variant->t, ss.ss_family, 0);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)));
+	ASSERT_EQ(0, bind(fd, (struct sockaddr *)&ss, self->sslen))
+		TH_LOG("rebind: %s", strerror(errno));
+	ASSERT_EQ(0, listen(fd, 4));
+	self->lfd = fd;
 }
 
 /* Ports below 1024 need CAP_NET_BIND_SERVICE, as for TCP. */

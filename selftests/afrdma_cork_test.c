@@ -140,7 +140,7 @@ TEST_F(cork, cork_coalesces)
 	unsigned int segs;
 	long long t0;
 	bool held;
-	int i, n;
+	int i, n, nsd;
 
 	fill((unsigned char *)out, sizeof(out), 1);
 	ASSERT_EQ(0, set_opt(self->cfd, TCP_CORK, 1));
@@ -151,6 +151,7 @@ TEST_F(cork, cork_coalesces)
 		ASSERT_EQ(100, send(self->cfd, out + i * 100, 100, 0));
 	held = nothing_readable(self->sfd);
 	ASSERT_EQ(0, ioctl(self->cfd, SIOCOUTQ, &n));
+	ASSERT_EQ(0, ioctl(self->cfd, SIOCOUTQNSD, &nsd));
 	/* Room left in the open slot: still writable. */
 	ASSERT_NE(0, wait_for(self->cfd, POLLOUT, 0) & POLLOUT);
 	if (now_ms() - t0 < HOLD_MS) {
@@ -158,6 +159,7 @@ TEST_F(cork, cork_coalesces)
 
 		ASSERT_TRUE(held);
 		ASSERT_EQ(300, n);
+		ASSERT_EQ(300, nsd);
 		ASSERT_EQ(300U, ti.tcpi_notsent_bytes);
 		ASSERT_EQ(segs, ti.tcpi_data_segs_out);
 	} else {

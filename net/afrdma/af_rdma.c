@@ -429,9 +429,8 @@ out:
 
 static bool afrdma_accept_ready(struct sock *sk)
 {
-	return !list_empty(&afrdma_sk(sk)->accept_q) ||
-	       afrdma_fb_acceptable(sk) ||
-	       READ_ONCE(sk->sk_state) != TCP_LISTEN || READ_ONCE(sk->sk_err);
+	return READ_ONCE(sk->sk_state) != TCP_LISTEN || READ_ONCE(sk->sk_err) ||
+	       !list_empty(&afrdma_sk(sk)->accept_q) || afrdma_fb_acceptable(sk);
 }
 
 static int afrdma_accept(AFRDMA_ACCEPT_PARAMS)
@@ -567,31 +566,66 @@ static int afrdma_ioctl(struct socket *sock, unsigned int cmd,
 
 	if (afrdma_on_tcp(sk))
 		return afrdma_fb_ioctl(sock, cmd, arg);
-	switch (cmd) {
-	case SIOCINQ:
-		lock_sock(sk);
-		conn = afrdma_sk(sk)->conn;
-		if (sk->sk_state == TCP_LISTEN) {
-			release_sock(sk);
-			return -EINVAL;
-		}
-		answ = conn ? READ_ONCE(conn->rx_bytes) : 0;
-		release_sock(sk);
-		return put_user(answ, (int __user *)arg);
-	case SIOCOUTQ:
-	case SIOCOUTQNSD:
-		lock_sock(sk);
-		conn = afrdma_sk(sk)->conn;
-		if (sk->sk_state == TCP_LISTEN) {
-			release_sock(sk);
-			return -EINVAL;
-		}
-		/* Bytes leave the buffer only once the peer has them. */
-		answ = conn && !conn->torn ? READ_ONCE(conn->tx_unacked) : 0;
-		release_sock(sk);
-		return put_user(answ, (int __user *)arg);
-	default:
+	if (cmd != SIOCINQ && cmd != SIOCOUTQ && cmd != SIOCOUTQNSD)
 		return -ENOIOCTLCMD;
+
+	lock_sock(sk);
+	if (sk->sk_state == TCP_LISTEN) {
+		release_sock(sk);
+		return -EINVAL;
+	}
+	conn = afrdma_sk(sk)->conn;
+	if (!conn)
+		answ = 0;
+	else if (cmd == SIOCINQ)
+		answ = READ_ONCE(conn->rx_bytes);
+	else if (conn->torn)
+		answ = 0;
+	else if (cmd == SIOCOUTQ)
+		/* Bytes leave the buffer only once the peer has them. */
+		answ = READ_ONCE(conn->tx_unacked);
+	else
+		/* Not sent yet: what TCP_CORK, MSG_MORE or Nagle holds. */
+		answ = READ_ONCE(conn->tx_pending);
+	release_sock(sk);
+	return put_user(answ, (int __user *)arg);
+}
+
+/*
+ * Stops a listener: it takes no more connections and drops those not yet
+ * accepted.  The socket is locked; afrdma_listen_drop() finishes the job
+ * once it is not.
+ */
+static struct rdma_cm_id *afrdma_listen_stop(struct sock *sk,
+					     struct list_head *children)
+{
+	struct afrdma_sock *ars = afrdma_sk(sk);
+	struct rdma_cm_id *id = ars->cm_id;
+
+	list_splice_init(&ars->accept_q, children);
+	ars->accept_len = 0;
+	ars->cm_id = NULL;
+	ars->bound = false;
+	afrdma_fb_unlisten(sk);
+	sk->sk_state = TCP_CLOSE;
+	return id;
+}
+
+/* Drops a stopped listener's children and destroys the cm id it held. */
+static void afrdma_listen_drop(struct sock *sk, struct list_head *children,
+			       struct rdma_cm_id *id)
+{
+	while (!list_empty(children)) {
+		struct afrdma_sock *child =
+			list_first_entry(children, struct afrdma_sock,
+					 accept_node);
+
+		list_del_init(&child->accept_node);
+		afrdma_sk_destroy_child(&child->inet.sk);
+	}
+	if (id) {
+		rdma_destroy_id(id);
+		sock_put(sk);
 	}
 }
 
@@ -599,6 +633,8 @@ static int afrdma_shutdown(struct socket *sock, int how)
 {
 	struct sock *sk = sock->sk;
 	struct afrdma_conn *conn;
+	struct rdma_cm_id *id;
+	LIST_HEAD(children);
 	int err = 0;
 
 	if (afrdma_on_tcp(sk))
@@ -612,6 +648,14 @@ static int afrdma_shutdown(struct socket *sock, int how)
 	if (sk->sk_state != TCP_ESTABLISHED && sk->sk_state != TCP_LISTEN) {
 		err = -ENOTCONN;
 		goto out;
+	}
+	if (sk->sk_state == TCP_LISTEN && (how & RCV_SHUTDOWN)) {
+		/* As TCP: the listener closes, a blocked accept() gets EINVAL. */
+		id = afrdma_listen_stop(sk, &children);
+		sk->sk_state_change(sk);
+		release_sock(sk);
+		afrdma_listen_drop(sk, &children, id);
+		return 0;
 	}
 	sk->sk_shutdown |= how;
 	if ((how & SEND_SHUTDOWN) && conn) {
@@ -671,9 +715,9 @@ static int afrdma_release(struct socket *sock)
 	lock_sock(sk);
 	afrdma_fb_timer_stop(sk);
 	conn = ars->conn;
+	id = NULL;
 	if (sk->sk_state == TCP_LISTEN) {
-		list_splice_init(&ars->accept_q, &children);
-		ars->accept_len = 0;
+		id = afrdma_listen_stop(sk, &children);
 	} else if (sk->sk_state == TCP_ESTABLISHED && conn && !conn->dead) {
 		/* Unread data makes close a reset, as in TCP. */
 		if (!READ_ONCE(conn->rx_bytes))
@@ -681,8 +725,10 @@ static int afrdma_release(struct socket *sock)
 		if (ars->cm_id)
 			rdma_disconnect(ars->cm_id);
 	}
-	id = ars->cm_id;
-	ars->cm_id = NULL;
+	if (!id) {
+		id = ars->cm_id;
+		ars->cm_id = NULL;
+	}
 	if (conn)
 		afrdma_conn_teardown(conn);
 	sk->sk_state = TCP_CLOSE;
@@ -690,19 +736,7 @@ static int afrdma_release(struct socket *sock)
 	sock_orphan(sk);
 	release_sock(sk);
 	afrdma_fb_release(sk);
-
-	while (!list_empty(&children)) {
-		struct afrdma_sock *child =
-			list_first_entry(&children, struct afrdma_sock,
-					 accept_node);
-
-		list_del_init(&child->accept_node);
-		afrdma_sk_destroy_child(&child->inet.sk);
-	}
-	if (id) {
-		rdma_destroy_id(id);
-		sock_put(sk);
-	}
+	afrdma_listen_drop(sk, &children, id);
 	sock->sk = NULL;
 	sock_put(sk);
 	return 0;

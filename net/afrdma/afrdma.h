@@ -269,7 +269,9 @@ static inline void afrdma_inc_stats(const struct sock *sk,
 	this_cpu_inc(afrdma_net(sock_net(sk))->mib->mibs[field]);
 }
 
-/* diag.c */
+/* diag.c; the lock also guards ars->tcp for readers without the socket lock */
+extern spinlock_t afrdma_socks_lock;
+
 void afrdma_diag_add(struct sock *sk);
 void afrdma_diag_del(struct sock *sk);
 void afrdma_diag_set_tcp(struct sock *sk, struct socket *tcp);

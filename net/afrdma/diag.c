@@ -20,7 +20,7 @@
 #include "afrdma.h"
 
 static LIST_HEAD(afrdma_socks);
-static DEFINE_SPINLOCK(afrdma_socks_lock);
+DEFINE_SPINLOCK(afrdma_socks_lock);
 
 void afrdma_diag_add(struct sock *sk)
 {

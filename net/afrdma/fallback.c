@@ -106,12 +106,18 @@ static struct socket *afrdma_fb_detach(struct sock *sk)
 	return tcp;
 }
 
-/* A TCP socket on behalf of @sk's owner: same netns, uid and LSM checks. */
+static void afrdma_fb_destroy(struct sock *sk);
+
+/*
+ * A TCP socket on behalf of @sk's owner: same netns, uid and LSM checks.
+ * One a stopped listener kept goes first.
+ */
 static int afrdma_fb_create(struct sock *sk, int family)
 {
 	struct socket *tcp;
 	int err;
 
+	afrdma_fb_destroy(sk);
 	err = __sock_create(sock_net(sk), family, SOCK_STREAM, IPPROTO_TCP,
 			    &tcp, 0);
 	if (err)
@@ -380,13 +386,21 @@ void afrdma_fb_unlisten(struct sock *sk)
 		kernel_sock_shutdown(tcp, SHUT_RDWR);
 }
 
-/* Lockless: a plain TCP client waits on the listener's TCP side. */
+/*
+ * A plain TCP client waits on the listener's TCP side.  Without the socket
+ * lock (poll, accept's wait): afrdma_socks_lock keeps ars->tcp alive.
+ */
 bool afrdma_fb_acceptable(const struct sock *sk)
 {
-	struct socket *tcp = READ_ONCE(afrdma_sk(sk)->tcp);
+	struct socket *tcp;
+	bool ready = false;
 
-	return tcp && READ_ONCE(tcp->sk->sk_state) == TCP_LISTEN &&
-	       !reqsk_queue_empty(&inet_csk(tcp->sk)->icsk_accept_queue);
+	spin_lock_bh(&afrdma_socks_lock);
+	tcp = afrdma_sk(sk)->tcp;
+	if (tcp && READ_ONCE(tcp->sk->sk_state) == TCP_LISTEN)
+		ready = !reqsk_queue_empty(&inet_csk(tcp->sk)->icsk_accept_queue);
+	spin_unlock_bh(&afrdma_socks_lock);
+	return ready;
 }
 
 /*
