@@ -55,7 +55,7 @@ else
 	cli=$!
 	# Its two connections (control and data) are RC QPs, both ends here.
 	sleep 3
-	qps=$(rdma resource show qp | grep -c 'type RC')
+	qps=$(rc_qps)
 	wait $cli
 	crc=$?
 	wait $srv

@@ -68,6 +68,7 @@ run afrdma_test ./selftests/afrdma_test
 run afrdma_api_test ./selftests/afrdma_api_test
 run python_echo python3 ./selftests/echo.py
 run preload ./selftests/preload.sh
+run sockperf ./selftests/sockperf.sh
 run transfer ./selftests/transfer.sh
 # Last: it replaces rxe0.
 run devremove ./selftests/devremove.sh
