@@ -68,6 +68,8 @@ run afrdma_test ./selftests/afrdma_test
 run afrdma_api_test ./selftests/afrdma_api_test
 run python_echo python3 ./selftests/echo.py
 run preload ./selftests/preload.sh
+run preload_filter ./selftests/preload_filter.py
+run pyservers ./selftests/pyservers.py
 run sockperf ./selftests/sockperf.sh
 run transfer ./selftests/transfer.sh
 # Last: it replaces rxe0.
