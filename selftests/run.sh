@@ -71,6 +71,8 @@ run preload ./selftests/preload.sh
 run preload_filter ./selftests/preload_filter.py
 run pyservers ./selftests/pyservers.py
 run sockperf ./selftests/sockperf.sh
+run redis ./selftests/redis.sh
+run curl ./selftests/curl.sh
 run transfer ./selftests/transfer.sh
 # Last: it replaces rxe0.
 run devremove ./selftests/devremove.sh
