@@ -8,20 +8,10 @@
 
 import os
 import socket
-import subprocess
 import sys
 import threading
 
-
-def param(name):
-    with open(f"/sys/module/afrdma/parameters/{name}") as f:
-        return int(f.read())
-
-
-def rc_qps():
-    out = subprocess.run(["rdma", "resource", "show", "qp"], check=True,
-                         capture_output=True, text=True).stdout
-    return sum("type RC" in line for line in out.splitlines())
+from afrdma_tap import param, rc_qps, tap
 
 
 def echo(family, addr, proto):
@@ -62,21 +52,10 @@ def echo(family, addr, proto):
 
 def main():
     proto = param("ipproto")
-    cases = [("ipv4", socket.AF_INET, os.environ.get("AFRDMA_ADDR", "10.99.0.1")),
-             ("ipv6", socket.AF_INET6, os.environ.get("AFRDMA_ADDR6", "fd99::1"))]
-    print("TAP version 13")
-    print(f"1..{len(cases)}")
-    failed = 0
-    for i, (name, fam, addr) in enumerate(cases, 1):
-        try:
-            echo(fam, addr, proto)
-            print(f"ok {i} python_echo_{name}")
-        except Exception as e:  # report every failure as TAP, keep going
-            failed += 1
-            print(f"# {name}: {type(e).__name__}: {e}")
-            print(f"not ok {i} python_echo_{name}")
-    print(f"# Totals: pass:{len(cases) - failed} fail:{failed} xfail:0 xpass:0 skip:0 error:0")
-    return 1 if failed else 0
+    return tap([("python_echo_ipv4",
+                 lambda: echo(socket.AF_INET, os.environ.get("AFRDMA_ADDR", "10.99.0.1"), proto)),
+                ("python_echo_ipv6",
+                 lambda: echo(socket.AF_INET6, os.environ.get("AFRDMA_ADDR6", "fd99::1"), proto))])
 
 
 if __name__ == "__main__":

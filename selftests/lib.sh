@@ -46,3 +46,76 @@ perf_stream()
 	rm -f "$log"
 	[ $rc = 0 ] && [ $src = 0 ] && [[ $out == *"checksums match"* ]] || rc=1
 }
+
+# Proof that traffic crossed RDMA and not TCP: the packets rxe0 has sent
+# (with one device, both ends of a connection count) and the RC QPs there
+# are.  Needs rxe0, as vm-run sets it up.
+rxe_sent_pkts()
+{
+	cat /sys/class/infiniband/rxe0/ports/1/hw_counters/sent_pkts 2>/dev/null || echo 0
+}
+
+rc_qps()
+{
+	rdma resource show qp 2>/dev/null | grep -c 'type RC'
+}
+
+# qp_watch_start; ...; qp_watch_stop: sets $qp_max to the most RC QPs seen
+# in between, sampled every 0.2 s.
+qp_watch_start()
+{
+	qp_file=$(mktemp)
+	echo 0 > "$qp_file"
+	(
+		max=0
+		while :; do
+			c=$(rc_qps)
+			[ "$c" -gt "$max" ] && max=$c && echo "$max" > "$qp_file"
+			sleep 0.2
+		done
+	) &
+	qp_pid=$!
+}
+
+qp_watch_stop()
+{
+	kill "$qp_pid" 2>/dev/null
+	wait "$qp_pid" 2>/dev/null
+	qp_max=$(cat "$qp_file")
+	rm -f "$qp_file"
+}
+
+# crossed_rdma PKTS_BEFORE MIN_PKTS MIN_QPS: after qp_watch_stop, whether
+# rxe0 sent at least MIN_PKTS packets since PKTS_BEFORE and at least MIN_QPS
+# RC QPs were seen.  Says what it saw.
+crossed_rdma()
+{
+	local sent=$(($(rxe_sent_pkts) - $1))
+
+	echo "# rxe0 sent $sent packets (need $2), up to $qp_max RC QPs (need $3)"
+	[ "$sent" -ge "$2" ] && [ "$qp_max" -ge "$3" ]
+}
+
+# wait_listen ADDR PORT: waits up to 20 s until a connection through the
+# shim to ADDR:PORT succeeds.
+wait_listen()
+{
+	./tools/afrdma-run bash -c 'for _ in $(seq 200); do
+		(exec 3<>"/dev/tcp/$1/$2") 2>/dev/null && exit 0
+		sleep 0.1
+	done; exit 1' _ "$1" "$2"
+}
+
+# need PROGRAM...: true if all are installed; else records a skip for the
+# test named by $need_test, with the reason.
+need()
+{
+	local p
+
+	for p in "$@"; do
+		if ! command -v "$p" > /dev/null; then
+			tap_result skip "$need_test" "$p is not installed"
+			return 1
+		fi
+	done
+}

@@ -51,13 +51,11 @@ else
 	$run iperf3 -s -1 -J -B "$addr" -p 5201 > "$slog" 2>&1 &
 	srv=$!
 	sleep 1
-	timeout 60 $run iperf3 -J -c "$addr" -p 5201 -t 5 > "$clog" 2>&1 &
-	cli=$!
-	# Its two connections (control and data) are RC QPs, both ends here.
-	sleep 3
-	qps=$(rdma resource show qp | grep -c 'type RC')
-	wait $cli
+	before=$(rxe_sent_pkts)
+	qp_watch_start
+	timeout 60 $run iperf3 -J -c "$addr" -p 5201 -t 5 > "$clog" 2>&1
 	crc=$?
+	qp_watch_stop
 	wait $srv
 	src=$?
 	bytes()
@@ -65,9 +63,11 @@ else
 		python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(int(d["end"]["sum_received"]["bytes"]))' "$1" 2>/dev/null || echo 0
 	}
 	cb=$(bytes "$clog") sb=$(bytes "$slog")
-	echo "# iperf3 over afrdma: client saw $cb bytes received, server $sb; $qps RC QPs during the run"
+	echo "# iperf3 over afrdma: client saw $cb bytes received, server $sb"
+	# The bytes in packets of at most 4096 bytes; its two connections
+	# (control and data) have a QP at both ends.
 	if [ $crc = 0 ] && [ $src = 0 ] && [ "$cb" -gt 0 ] && [ "$sb" -gt 0 ] &&
-	   [ "$qps" -ge 4 ]; then
+	   crossed_rdma "$before" $((sb / 4096)) 4; then
 		tap_result ok iperf3_5s
 	else
 		sed 's/^/# client: /' "$clog" | tail -20

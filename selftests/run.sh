@@ -71,6 +71,11 @@ run afrdma_fallback_test ./selftests/afrdma_fallback_test
 run afrdma_stress_test ./selftests/afrdma_stress_test
 run python_echo python3 ./selftests/echo.py
 run preload ./selftests/preload.sh
+run preload_filter ./selftests/preload_filter.py
+run pyservers ./selftests/pyservers.py
+run sockperf ./selftests/sockperf.sh
+run redis ./selftests/redis.sh
+run curl ./selftests/curl.sh
 run transfer ./selftests/transfer.sh
 run ops ./selftests/ops.sh
 # Last: it replaces rxe0.
