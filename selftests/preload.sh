@@ -48,7 +48,8 @@ if ! command -v iperf3 >/dev/null; then
 	tap_result skip iperf3 "iperf3 is not installed"
 else
 	slog=$(mktemp) clog=$(mktemp)
-	$run iperf3 -s -1 -J -B "$addr" -p 5201 > "$slog" 2>&1 &
+	# Bounded: a server that never sees its client end must fail, not hang.
+	timeout 90 $run iperf3 -s -1 -J -B "$addr" -p 5201 > "$slog" 2>&1 &
 	srv=$!
 	sleep 1
 	before=$(rxe_sent_pkts)
