@@ -57,15 +57,20 @@ stats_text_matches()
 	[ -n "$t" ] && [ "$t" = "$(stat_of PassiveOpens)" ]
 }
 
-# One RDMA connection: one active and one passive open, no fallback.
+# One RDMA connection carrying 1 MiB: one active and one passive open, no
+# fallback, at least 1 MiB sent and received in SENDs of at most 16 KiB.
 rdma_opens_counted()
 {
-	local a p f
+	local a p f bs br ds
 	a=$(stat_of ActiveOpens) p=$(stat_of PassiveOpens) f=$(stat_of FallbackActive)
+	bs=$(stat_of BytesSent) br=$(stat_of BytesReceived) ds=$(stat_of DataSends)
 	perf_stream "${AFRDMA_ADDR:-10.99.0.1}" 1M
 	[ "$rc" = 0 ] || { echo "$out" | sed 's/^/# /'; return 1; }
 	[ "$(stat_of ActiveOpens)" -gt "$a" ] && [ "$(stat_of PassiveOpens)" -gt "$p" ] &&
-		[ "$(stat_of FallbackActive)" = "$f" ]
+		[ "$(stat_of FallbackActive)" = "$f" ] &&
+		[ "$(stat_of BytesSent)" -ge $((bs + 1048576)) ] &&
+		[ "$(stat_of BytesReceived)" -ge $((br + 1048576)) ] &&
+		[ "$(stat_of DataSends)" -ge $((ds + 64)) ]
 }
 
 # `afrdma ss -l` lists a listener (with its port), plain `afrdma ss` leaves
@@ -118,7 +123,7 @@ check "slot_size_range" out_of_range slot_size 100
 check "max_connections_range" out_of_range max_connections -1
 check "stats_text" stats_text_matches
 check "stats_json" stats_json_matches
-check "stats_count_rdma_opens" rdma_opens_counted
+check "stats_count_rdma_traffic" rdma_opens_counted
 check "netns_separate" netns_separate
 check "ss_lists_listener" ss_lists_listener
 tap_totals

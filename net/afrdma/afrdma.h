@@ -46,6 +46,13 @@ enum afrdma_mib_field {
 	AFRDMA_MIB_RESETS,		/* connections ended by a reset */
 	AFRDMA_MIB_KEEPALIVE_PROBES,
 	AFRDMA_MIB_KEEPALIVE_TIMEOUTS,	/* peers found dead */
+	AFRDMA_MIB_DATA_SENDS,		/* RDMA SENDs carrying data */
+	AFRDMA_MIB_CTRL_SENDS,		/* credit returns and FINs */
+	AFRDMA_MIB_BYTES_SENT,		/* payload, RDMA connections */
+	AFRDMA_MIB_RECVS,		/* receive completions, all kinds */
+	AFRDMA_MIB_BYTES_RECEIVED,
+	AFRDMA_MIB_COMPLETION_ERRORS,	/* work completions failed, not flushed */
+	AFRDMA_MIB_PROTOCOL_ERRORS,	/* peers reset for breaking the protocol */
 	AFRDMA_MIB_MAX
 };
 
@@ -267,6 +274,12 @@ static inline void afrdma_inc_stats(const struct sock *sk,
 				    enum afrdma_mib_field field)
 {
 	this_cpu_inc(afrdma_net(sock_net(sk))->mib->mibs[field]);
+}
+
+static inline void afrdma_add_stats(const struct sock *sk,
+				    enum afrdma_mib_field field, u64 val)
+{
+	this_cpu_add(afrdma_net(sock_net(sk))->mib->mibs[field], val);
 }
 
 /* diag.c; the lock also guards ars->tcp for readers without the socket lock */

@@ -55,12 +55,14 @@ void afrdma_rx_done(struct ib_cq *cq, struct ib_wc *wc)
 		if (wc->status != IB_WC_WR_FLUSH_ERR) {
 			pr_debug("receive failed: %s\n",
 				 ib_wc_status_msg(wc->status));
+			afrdma_inc_stats(sk, AFRDMA_MIB_COMPLETION_ERRORS);
 			afrdma_conn_fatal(conn, ECONNRESET);
 		}
 		return;
 	}
 
 	WRITE_ONCE(conn->ka_last, jiffies);
+	afrdma_inc_stats(sk, AFRDMA_MIB_RECVS);
 	ib_dma_sync_single_for_cpu(conn->dev->ibdev, slot->dma, wc->byte_len,
 				   DMA_FROM_DEVICE);
 	if (afrdma_parse_msg(slot->buf, wc->byte_len, &msg))
@@ -78,6 +80,7 @@ void afrdma_rx_done(struct ib_cq *cq, struct ib_wc *wc)
 		slot->off = 0;
 		list_add_tail(&slot->node, &conn->rx_ready);
 		conn->rx_bytes += msg.len;
+		afrdma_add_stats(sk, AFRDMA_MIB_BYTES_RECEIVED, msg.len);
 		readable = true;
 	} else if (msg.type == AFRDMA_MSG_FIN) {
 		conn->fin_rcvd = true;
@@ -98,6 +101,7 @@ void afrdma_rx_done(struct ib_cq *cq, struct ib_wc *wc)
 
 proto_err:
 	pr_debug("protocol error from peer, resetting\n");
+	afrdma_inc_stats(sk, AFRDMA_MIB_PROTOCOL_ERRORS);
 	afrdma_conn_fatal(conn, ECONNRESET);
 }
 

@@ -30,6 +30,13 @@ static const char * const afrdma_mib_names[AFRDMA_MIB_MAX] = {
 	[AFRDMA_MIB_RESETS]		= "Resets",
 	[AFRDMA_MIB_KEEPALIVE_PROBES]	= "KeepaliveProbes",
 	[AFRDMA_MIB_KEEPALIVE_TIMEOUTS]	= "KeepaliveTimeouts",
+	[AFRDMA_MIB_DATA_SENDS]		= "DataSends",
+	[AFRDMA_MIB_CTRL_SENDS]		= "CtrlSends",
+	[AFRDMA_MIB_BYTES_SENT]		= "BytesSent",
+	[AFRDMA_MIB_RECVS]		= "Recvs",
+	[AFRDMA_MIB_BYTES_RECEIVED]	= "BytesReceived",
+	[AFRDMA_MIB_COMPLETION_ERRORS]	= "CompletionErrors",
+	[AFRDMA_MIB_PROTOCOL_ERRORS]	= "ProtocolErrors",
 };
 
 static int afrdma_stat_show(struct seq_file *seq, void *v)

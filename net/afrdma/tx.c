@@ -99,6 +99,7 @@ static int afrdma_ctrl_post_locked(struct afrdma_conn *conn, unsigned int type)
 	err = afrdma_post_send(conn, slot, AFRDMA_HDR_LEN);
 	if (err)
 		return err;
+	afrdma_inc_stats(conn->sk, AFRDMA_MIB_CTRL_SENDS);
 	conn->ctrl_head++;
 	conn->tx_credits--;
 	conn->rx_owed = 0;
@@ -150,6 +151,8 @@ static int afrdma_tx_push_locked(struct afrdma_conn *conn)
 		return err;
 	}
 	slot->len = conn->tx_pending;
+	afrdma_inc_stats(conn->sk, AFRDMA_MIB_DATA_SENDS);
+	afrdma_add_stats(conn->sk, AFRDMA_MIB_BYTES_SENT, slot->len);
 	conn->tx_pending = 0;
 	conn->tx_push = false;
 	conn->tx_head++;
@@ -281,6 +284,7 @@ static bool afrdma_send_done(struct ib_wc *wc, unsigned int *tail)
 	if (unlikely(wc->status != IB_WC_SUCCESS &&
 		     wc->status != IB_WC_WR_FLUSH_ERR)) {
 		pr_debug("send failed: %s\n", ib_wc_status_msg(wc->status));
+		afrdma_inc_stats(conn->sk, AFRDMA_MIB_COMPLETION_ERRORS);
 		afrdma_conn_fatal(conn, ECONNRESET);
 	}
 
