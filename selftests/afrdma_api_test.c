@@ -619,6 +619,69 @@ TEST_F(api, shutdown_listener)
 	self->lfd = fd;
 }
 
+/*
+ * exec: a socket without close-on-exec stays usable in the new program, one
+ * with it is gone there.  The kernel fd is the socket; nothing to rebuild.
+ */
+TEST_F(api, exec)
+{
+	char cmd[128], buf[8] = {};
+	int fd, st;
+	pid_t pid;
+
+	ASSERT_EQ(0, api_pair(_metadata, self, variant));
+	snprintf(cmd, sizeof(cmd), "printf exec >&%d", self->cfd);
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+		_exit(127);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &st, 0));
+	ASSERT_EQ(0, WEXITSTATUS(st));
+	ASSERT_EQ(4, recv(self->sfd, buf, 4, MSG_WAITALL));
+	ASSERT_STREQ("exec", buf);
+
+	fd = fcntl(self->cfd, F_DUPFD_CLOEXEC, 100);
+	ASSERT_LE(100, fd);
+	snprintf(cmd, sizeof(cmd), "test ! -e /proc/self/fd/%d", fd);
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+		_exit(127);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &st, 0));
+	ASSERT_EQ(0, WEXITSTATUS(st)) TH_LOG("close-on-exec fd survived exec");
+	close(fd);
+}
+
+/* SO_PEERCRED reads as it does on a TCP socket: no credentials to pass. */
+TEST_F(api, peercred_as_tcp)
+{
+	struct ucred rdma_cred, tcp_cred;
+	socklen_t len = sizeof(rdma_cred);
+	int tl, tc, ts;
+	unsigned short port;
+
+	ASSERT_EQ(0, api_pair(_metadata, self, variant));
+	ASSERT_EQ(0, getsockopt(self->cfd, SOL_SOCKET, SO_PEERCRED, &rdma_cred, &len));
+	tl = afrdma_listen_on(AFRDMA_T_TCP, test_addr(variant->v6), 0, 1, &port);
+	ASSERT_LE(0, tl);
+	tc = afrdma_connect_to(AFRDMA_T_TCP, test_addr(variant->v6), port);
+	ASSERT_LE(0, tc);
+	ts = accept(tl, NULL, NULL);
+	ASSERT_LE(0, ts);
+	len = sizeof(tcp_cred);
+	ASSERT_EQ(0, getsockopt(tc, SOL_SOCKET, SO_PEERCRED, &tcp_cred, &len));
+	ASSERT_EQ(tcp_cred.pid, rdma_cred.pid);
+	ASSERT_EQ(tcp_cred.uid, rdma_cred.uid);
+	ASSERT_EQ(tcp_cred.gid, rdma_cred.gid);
+	close(ts);
+	close(tc);
+	close(tl);
+}
+
 /* Ports below 1024 need CAP_NET_BIND_SERVICE, as for TCP. */
 TEST_F(api, privileged_port)
 {
