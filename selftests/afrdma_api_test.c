@@ -630,6 +630,8 @@ TEST_F(api, exec)
 	pid_t pid;
 
 	ASSERT_EQ(0, api_pair(_metadata, self, variant));
+	/* The pair's sockets are made with SOCK_CLOEXEC: clear it here. */
+	ASSERT_EQ(0, fcntl(self->cfd, F_SETFD, 0));
 	snprintf(cmd, sizeof(cmd), "printf exec >&%d", self->cfd);
 	pid = fork();
 	ASSERT_LE(0, pid);

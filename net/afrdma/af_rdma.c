@@ -58,6 +58,8 @@ static void afrdma_sk_destruct(struct sock *sk)
 	struct afrdma_sock *ars = afrdma_sk(sk);
 
 	afrdma_diag_del(sk);
+	/* AF_RDMA's base destructor is not inet's, which would purge it. */
+	skb_queue_purge(&sk->sk_error_queue);
 	if (ars->conn) {
 		WARN_ON_ONCE(!ars->conn->torn);
 		afrdma_conn_free(ars->conn);
@@ -76,6 +78,7 @@ static int afrdma_init_sock(struct sock *sk)
 	INIT_LIST_HEAD(&ars->accept_q);
 	afrdma_fb_timer_init(sk);
 	afrdma_diag_add(sk);
+	afrdma_zc_init(sk);
 	ars->fallback = READ_ONCE(afrdma_net(sock_net(sk))->fallback);
 	if (sk->sk_destruct != afrdma_sk_destruct)
 		ars->base_destruct = sk->sk_destruct ? : inet_sock_destruct;
@@ -114,6 +117,8 @@ struct sock *afrdma_sk_clone(struct sock *parent)
 	sk->sk_sndtimeo = parent->sk_sndtimeo;
 	if (sock_flag(parent, SOCK_KEEPOPEN))
 		sock_set_flag(sk, SOCK_KEEPOPEN);
+	if (sock_flag(parent, SOCK_ZEROCOPY))
+		sock_set_flag(sk, SOCK_ZEROCOPY);
 	sk->sk_destruct = afrdma_sk(parent)->base_destruct;
 	afrdma_init_sock(sk);
 	afrdma_sockopt_clone(sk, parent);
@@ -485,6 +490,7 @@ static int afrdma_accept(AFRDMA_ACCEPT_PARAMS)
 graft:
 	lock_sock(newsk);
 	sock_graft(newsk, newsock);
+	afrdma_zc_own_sol_socket(newsock);
 	newsock->state = SS_CONNECTED;
 	release_sock(newsk);
 	return 0;
@@ -534,7 +540,7 @@ static __poll_t afrdma_poll(struct file *file, struct socket *sock,
 		goto out;
 	}
 	conn = ars->conn;
-	if (sk->sk_err)
+	if (sk->sk_err || !skb_queue_empty_lockless(&sk->sk_error_queue))
 		mask |= EPOLLERR;
 	if (sk->sk_state == TCP_LISTEN) {
 		if (!list_empty(&ars->accept_q) || afrdma_fb_acceptable(sk))
@@ -786,7 +792,9 @@ static int afrdma_sock_sendmsg(struct socket *sock, struct msghdr *msg,
 	}
 	if (afrdma_on_tcp(sk))
 		return afrdma_fb_sendmsg(sock, msg, len);
-	return afrdma_sendmsg(sock, msg, len);
+	err = afrdma_sendmsg(sock, msg, len);
+	afrdma_zc_sent(sk, msg->msg_flags, err);
+	return err;
 }
 
 static int afrdma_sock_recvmsg(struct socket *sock, struct msghdr *msg,
@@ -794,6 +802,8 @@ static int afrdma_sock_recvmsg(struct socket *sock, struct msghdr *msg,
 {
 	if (afrdma_on_tcp(sock->sk))
 		return afrdma_fb_recvmsg(sock, msg, len, flags);
+	if (flags & MSG_ERRQUEUE)
+		return afrdma_zc_recv(sock->sk, msg, len);
 	return afrdma_recvmsg(sock, msg, len, flags);
 }
 

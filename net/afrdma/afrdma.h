@@ -68,6 +68,7 @@ struct afrdma_net {
 	int			fallback;
 	int			fallback_timeout_ms;
 	int			max_conns;
+	int			zerocopy;
 	atomic_t		conns;		/* RDMA connections with resources */
 	struct ctl_table_header	*sysctl;
 	struct afrdma_mib __percpu *mib;
@@ -345,6 +346,13 @@ int afrdma_conn_start(struct afrdma_conn *conn,
 		      const struct afrdma_cm_params *peer);
 void afrdma_conn_abort(struct sock *sk, int err);
 void afrdma_conn_fatal(struct afrdma_conn *conn, int err);
+
+/* zerocopy.c */
+void afrdma_zc_init(struct sock *sk);
+void afrdma_zc_own_sol_socket(struct socket *sock);
+int afrdma_zc_set(struct sock *sk, int val);
+void afrdma_zc_sent(struct sock *sk, int flags, int sent);
+int afrdma_zc_recv(struct sock *sk, struct msghdr *msg, size_t len);
 
 /* keepalive.c */
 void afrdma_ka_init(struct afrdma_conn *conn);

@@ -201,6 +201,8 @@ static void afrdma_fb_copy_sockopts(struct sock *sk, struct socket *tcp)
 		tsk->sk_userlocks |= SOCK_RCVBUF_LOCK;
 	}
 	WRITE_ONCE(tsk->sk_priority, READ_ONCE(sk->sk_priority));
+	if (sock_flag(sk, SOCK_ZEROCOPY))
+		sock_set_flag(tsk, SOCK_ZEROCOPY);
 	WRITE_ONCE(tsk->sk_mark, READ_ONCE(sk->sk_mark));
 	if (sock_flag(sk, SOCK_LINGER)) {
 		sock_set_flag(tsk, SOCK_LINGER);

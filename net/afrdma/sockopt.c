@@ -133,11 +133,13 @@ static int afrdma_set_rdma(struct sock *sk, int optname, sockptr_t optval,
 	struct afrdma_sock *ars = afrdma_sk(sk);
 	int val, err = 0;
 
-	if (optname != AFRDMA_FALLBACK)
+	if (optname != AFRDMA_FALLBACK && optname != AFRDMA_ZEROCOPY)
 		return -ENOPROTOOPT;
 	err = afrdma_get_int(optval, optlen, &val);
 	if (err)
 		return err;
+	if (optname == AFRDMA_ZEROCOPY)
+		return afrdma_zc_set(sk, val);
 	lock_sock(sk);
 	/* The TCP side is made at bind, connect or listen time. */
 	if (ars->cm_id || ars->tcp || sk->sk_state != TCP_CLOSE)
@@ -163,6 +165,9 @@ static int afrdma_get_rdma(struct sock *sk, int optname, char __user *optval,
 		break;
 	case AFRDMA_FALLBACK_REASON:
 		val = READ_ONCE(ars->fb_reason);
+		break;
+	case AFRDMA_ZEROCOPY:
+		val = sock_flag(sk, SOCK_ZEROCOPY);
 		break;
 	default:
 		return -ENOPROTOOPT;
@@ -286,6 +291,14 @@ int afrdma_setsockopt(struct socket *sock, int level, int optname,
 
 	if (level == SOL_RDMA)
 		return afrdma_set_rdma(sk, optname, optval, optlen);
+	/* Only where SOCK_CUSTOM_SOCKOPT routes SOL_SOCKET here. */
+	if (level == SOL_SOCKET) {
+		if (optname != SO_ZEROCOPY)
+			return sock_setsockopt(sock, level, optname, optval,
+					       optlen);
+		err = afrdma_get_int(optval, optlen, &val);
+		return err ? : afrdma_zc_set(sk, val);
+	}
 	if (afrdma_on_tcp(sk))
 		return afrdma_fb_setsockopt(sock, level, optname, optval,
 					    optlen);

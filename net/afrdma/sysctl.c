@@ -82,6 +82,14 @@ static struct ctl_table afrdma_sysctl_template[] = {
 		.extra1		= SYSCTL_ZERO,
 		.extra2		= &afrdma_max_conns_max,
 	},
+	{
+		.procname	= "zerocopy",
+		.maxlen		= sizeof(int),
+		.mode		= 0644,
+		.proc_handler	= proc_dointvec_minmax,
+		.extra1		= SYSCTL_ZERO,
+		.extra2		= SYSCTL_ONE,
+	},
 	{ }	/* sentinel, for kernels that still want one */
 };
 
@@ -118,6 +126,7 @@ static int __net_init afrdma_net_init(struct net *net)
 	table[3].data = &an->fallback;
 	table[4].data = &an->fallback_timeout_ms;
 	table[5].data = &an->max_conns;
+	table[6].data = &an->zerocopy;
 #ifdef AFRDMA_HAVE_REGISTER_NET_SYSCTL_SZ
 	an->sysctl = register_net_sysctl_sz(net, "net/afrdma", table,
 					    AFRDMA_SYSCTLS);

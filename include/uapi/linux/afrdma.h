@@ -54,10 +54,15 @@
  *
  * AFRDMA_FALLBACK_REASON (read only): AFRDMA_FB_*, why a socket whose
  * transport is AFRDMA_TRANSPORT_TCP is not on RDMA.
+ *
+ * AFRDMA_ZEROCOPY: the same switch as SO_ZEROCOPY, for kernels that refuse
+ * SO_ZEROCOPY at SOL_SOCKET for anything but TCP, UDP and RDS (6.1).
+ * Notifications then arrive on the error queue exactly as TCP sends them.
  */
 #define AFRDMA_FALLBACK		1
 #define AFRDMA_TRANSPORT	2
 #define AFRDMA_FALLBACK_REASON	3
+#define AFRDMA_ZEROCOPY		4
 
 enum {
 	AFRDMA_TRANSPORT_NONE	= 0,	/* not connected yet */
