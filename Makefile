@@ -5,6 +5,7 @@
 #   make [KDIR=...] [W=1] [C=2]   module (net/afrdma/afrdma.ko) and tools
 #   make check                    build for every installed kernel, test in a VM
 #   make demo                     echo and transfer over AF_RDMA beside TCP
+#   make fuzz [FUZZ_SECONDS=60]   libFuzzer on the wire-format parser
 #   make clean
 #
 # Without KDIR the running kernel's build tree is used.
@@ -25,7 +26,7 @@ CHECK_KRELS ?= $(sort $(foreach v,$(wildcard /boot/vmlinuz-*),\
 	$(if $(wildcard /lib/modules/$(v:/boot/vmlinuz-%=%)/build/Makefile),\
 	$(v:/boot/vmlinuz-%=%))))
 
-.PHONY: all module tools selftests check demo bench clean kdir-check deps
+.PHONY: all module tools selftests check demo bench clean kdir-check deps fuzz
 
 all: module tools selftests
 
@@ -70,9 +71,14 @@ check:
 demo:
 	@./tools/testing/demo
 
+FUZZ_SECONDS ?= 60
+fuzz:
+	$(MAKE) -C tools/testing/fuzz run FUZZ_SECONDS=$(FUZZ_SECONDS)
+
 clean:
 	-[ -f "$(KDIR)/Makefile" ] && $(MAKE) -C "$(KDIR)" M="$(CURDIR)" clean
 	$(MAKE) -C selftests clean
+	$(MAKE) -C tools/testing/fuzz clean
 	rm -f $(TOOLS) $(COMPAT_H)
 	rm -rf build
 
