@@ -47,7 +47,17 @@ $(COMPAT_H): kdir-check FORCE
 module: kdir-check $(COMPAT_H)
 	$(MAKE) -C "$(KDIR)" M="$(CURDIR)" modules
 
-tools: $(TOOLS)
+# The hostile-peer tool needs rdma-core's librdmacm-dev and libibverbs-dev;
+# without them its selftest skips.
+HOSTILE := tools/testing/afrdma-hostile
+HAVE_RDMACM := $(shell printf '\043include <rdma/rdma_cma.h>\n' | \
+	$(CC) -E -x c - >/dev/null 2>&1 && echo y)
+
+tools: $(TOOLS) $(if $(HAVE_RDMACM),$(HOSTILE))
+
+$(HOSTILE): tools/testing/afrdma-hostile.c net/afrdma/wire.c net/afrdma/wire.h
+	$(CC) $(TOOL_CFLAGS) -Inet/afrdma -o $@ $< net/afrdma/wire.c \
+		-lrdmacm -libverbs
 
 tools/afrdma: tools/afrdma.c $(TOOL_DEPS)
 	$(CC) $(TOOL_CFLAGS) -o $@ $<
@@ -79,7 +89,7 @@ clean:
 	-[ -f "$(KDIR)/Makefile" ] && $(MAKE) -C "$(KDIR)" M="$(CURDIR)" clean
 	$(MAKE) -C selftests clean
 	$(MAKE) -C tools/testing/fuzz clean
-	rm -f $(TOOLS) $(COMPAT_H)
+	rm -f $(TOOLS) $(HOSTILE) $(COMPAT_H)
 	rm -rf build
 
 FORCE:
