@@ -59,6 +59,9 @@ void afrdma_rx_done(struct ib_cq *cq, struct ib_wc *wc)
 		}
 		return;
 	}
+	/* Reset already: nothing more from this peer reaches the program. */
+	if (READ_ONCE(conn->dead))
+		return;
 
 	ib_dma_sync_single_for_cpu(conn->dev->ibdev, slot->dma, wc->byte_len,
 				   DMA_FROM_DEVICE);
