@@ -52,7 +52,17 @@ void afrdma_rx_done(struct ib_cq *cq, struct ib_wc *wc)
 	struct afrdma_msg msg;
 
 	if (unlikely(wc->status != IB_WC_SUCCESS)) {
-		if (wc->status != IB_WC_WR_FLUSH_ERR) {
+		/*
+		 * A flush is all we see when the peer breaks the QP, with an
+		 * RDMA WRITE it had no right to for one (rxe raises no QP
+		 * event); on an established connection without FIN that is
+		 * a reset.  Our own drains of established connections end
+		 * the same way; a failed connect's drain must leave its own
+		 * error (ECONNREFUSED, ...) alone.
+		 */
+		if (wc->status != IB_WC_WR_FLUSH_ERR ||
+		    (READ_ONCE(sk->sk_state) == TCP_ESTABLISHED &&
+		     !READ_ONCE(conn->fin_rcvd))) {
 			pr_debug("receive failed: %s\n",
 				 ib_wc_status_msg(wc->status));
 			afrdma_conn_fatal(conn, ECONNRESET);
