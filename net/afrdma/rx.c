@@ -79,11 +79,14 @@ void afrdma_rx_done(struct ib_cq *cq, struct ib_wc *wc)
 		goto proto_err;
 
 	spin_lock(&conn->lock);
-	if (msg.credits > conn->peer_rx_slots - conn->tx_credits ||
+	/* A SEND into a buffer we never offered: the peer ignores credits. */
+	if (!conn->peer_credits ||
+	    msg.credits > conn->peer_rx_slots - conn->tx_credits ||
 	    (conn->fin_rcvd && msg.type != AFRDMA_MSG_CREDIT)) {
 		spin_unlock(&conn->lock);
 		goto proto_err;
 	}
+	conn->peer_credits--;
 	conn->tx_credits += msg.credits;
 	if (msg.type == AFRDMA_MSG_DATA) {
 		slot->len = msg.len;

@@ -77,6 +77,7 @@ static int afrdma_ctrl_post_locked(struct afrdma_conn *conn, unsigned int type)
 		return err;
 	conn->ctrl_head++;
 	conn->tx_credits--;
+	conn->peer_credits += conn->rx_owed;
 	conn->rx_owed = 0;
 	return 0;
 }
@@ -235,6 +236,7 @@ int afrdma_sendmsg(struct socket *sock, struct msghdr *msg, size_t len)
 					conn->tx_unacked += chunk;
 					conn->tx_head++;
 					conn->tx_credits--;
+					conn->peer_credits += conn->rx_owed;
 					conn->rx_owed = 0;
 				}
 			} else {
