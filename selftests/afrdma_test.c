@@ -14,6 +14,7 @@
 
 #include "kselftest_harness.h"
 #include "lib/afrdma_sock.h"
+#include "rdma_res.h"
 
 static const char *addr4(void)
 {
@@ -27,21 +28,6 @@ static const char *addr6(void)
 	const char *a = getenv("AFRDMA_ADDR6");
 
 	return a ? a : "fd99::1";
-}
-
-/* Number of RC QPs that `rdma resource show qp` lists right now. */
-static int rc_qps(void)
-{
-	FILE *p = popen("rdma resource show qp 2>/dev/null", "r");
-	char line[512];
-	int n = 0;
-
-	if (!p)
-		return -1;
-	while (fgets(line, sizeof(line), p))
-		if (strstr(line, "type RC"))
-			n++;
-	return pclose(p) == 0 ? n : -1;
 }
 
 /* QPs on all devices, from the per-device summary of `rdma resource`. */

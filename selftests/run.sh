@@ -69,6 +69,7 @@ run afrdma_api_test ./selftests/afrdma_api_test
 run python_echo python3 ./selftests/echo.py
 run preload ./selftests/preload.sh
 run transfer ./selftests/transfer.sh
+run hostile ./selftests/afrdma_hostile_test
 # Last: it replaces rxe0.
 run devremove ./selftests/devremove.sh
 
