@@ -9,6 +9,7 @@
 #   make install [DESTDIR=] [PREFIX=/usr/local]
 #                                 module (updates/), tools, uapi header, man pages
 #   make uninstall
+#   make fuzz [FUZZ_SECONDS=60]   libFuzzer on the wire-format parser
 #   make clean
 #
 # Without KDIR the running kernel's build tree is used.
@@ -37,7 +38,7 @@ CHECK_KRELS ?= $(sort $(foreach v,$(wildcard /boot/vmlinuz-*),\
 	$(v:/boot/vmlinuz-%=%))))
 
 .PHONY: all module tools selftests check stress demo bench clean kdir-check deps \
-	install install-module install-user uninstall
+	install install-module install-user uninstall fuzz
 
 all: module tools selftests
 
@@ -58,7 +59,17 @@ $(COMPAT_H): kdir-check FORCE
 module: kdir-check $(COMPAT_H)
 	$(MAKE) -C "$(KDIR)" M="$(CURDIR)" modules
 
-tools: $(TOOLS)
+# The hostile-peer tool needs rdma-core's librdmacm-dev and libibverbs-dev;
+# without them its selftest skips.
+HOSTILE := tools/testing/afrdma-hostile
+HAVE_RDMACM := $(shell printf '\043include <rdma/rdma_cma.h>\n' | \
+	$(CC) -E -x c - >/dev/null 2>&1 && echo y)
+
+tools: $(TOOLS) $(if $(HAVE_RDMACM),$(HOSTILE))
+
+$(HOSTILE): tools/testing/afrdma-hostile.c net/afrdma/wire.c net/afrdma/wire.h
+	$(CC) $(TOOL_CFLAGS) -Inet/afrdma -o $@ $< net/afrdma/wire.c \
+		-lrdmacm -libverbs
 
 tools/afrdma: tools/afrdma.c $(TOOL_DEPS)
 	$(CC) $(TOOL_CFLAGS) -o $@ $<
@@ -117,10 +128,15 @@ uninstall:
 	for m in $(MANS); do rm -f "$(DESTDIR)$(MANDIR)/man$${m##*.}/$${m##*/}"; done
 	rm -f "$(DESTDIR)/lib/modules/$(KREL)/updates/net/afrdma/afrdma.ko"
 
+FUZZ_SECONDS ?= 60
+fuzz:
+	$(MAKE) -C tools/testing/fuzz run FUZZ_SECONDS=$(FUZZ_SECONDS)
+
 clean:
 	-[ -f "$(KDIR)/Makefile" ] && $(MAKE) -C "$(KDIR)" M="$(CURDIR)" clean
 	$(MAKE) -C selftests clean
-	rm -f $(TOOLS) $(COMPAT_H)
+	$(MAKE) -C tools/testing/fuzz clean
+	rm -f $(TOOLS) $(HOSTILE) $(COMPAT_H)
 	rm -rf build
 
 FORCE:

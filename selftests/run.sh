@@ -78,6 +78,7 @@ run sockperf ./selftests/sockperf.sh
 run redis ./selftests/redis.sh
 run curl ./selftests/curl.sh
 run transfer ./selftests/transfer.sh
+run hostile ./selftests/afrdma_hostile_test
 run ops ./selftests/ops.sh
 # Last: it replaces rxe0.
 run devremove ./selftests/devremove.sh

@@ -158,6 +158,7 @@ struct afrdma_conn {
 	struct list_head	rx_ready;	/* slots with unread payload */
 	unsigned int		rx_bytes;	/* unread payload bytes */
 	unsigned int		rx_owed;	/* reposted, not yet reported */
+	unsigned int		peer_credits;	/* reported, not yet filled */
 	unsigned int		tx_head;	/* SENDs posted */
 	unsigned int		tx_tail;	/* SENDs completed */
 	unsigned int		tx_unacked;	/* payload bytes not completed */

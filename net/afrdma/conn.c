@@ -209,6 +209,8 @@ struct afrdma_conn *afrdma_conn_create(struct sock *sk, struct rdma_cm_id *id)
 	conn->cm_id = id;
 	afrdma_ka_init(conn);
 	afrdma_conn_size(conn, sk);
+	/* What our private data offers; set before any receive is posted. */
+	conn->peer_credits = conn->rx_slots;
 	spin_lock_init(&conn->lock);
 	INIT_LIST_HEAD(&conn->rx_ready);
 	INIT_LIST_HEAD(&conn->dev_node);

@@ -52,7 +52,17 @@ void afrdma_rx_done(struct ib_cq *cq, struct ib_wc *wc)
 	struct afrdma_msg msg;
 
 	if (unlikely(wc->status != IB_WC_SUCCESS)) {
-		if (wc->status != IB_WC_WR_FLUSH_ERR) {
+		/*
+		 * A flush is all we see when the peer breaks the QP, with an
+		 * RDMA WRITE it had no right to for one (rxe raises no QP
+		 * event); on an established connection without FIN that is
+		 * a reset.  Our own drains of established connections end
+		 * the same way; a failed connect's drain must leave its own
+		 * error (ECONNREFUSED, ...) alone.
+		 */
+		if (wc->status != IB_WC_WR_FLUSH_ERR ||
+		    (READ_ONCE(sk->sk_state) == TCP_ESTABLISHED &&
+		     !READ_ONCE(conn->fin_rcvd))) {
 			pr_debug("receive failed: %s\n",
 				 ib_wc_status_msg(wc->status));
 			afrdma_inc_stats(sk, AFRDMA_MIB_COMPLETION_ERRORS);
@@ -60,6 +70,9 @@ void afrdma_rx_done(struct ib_cq *cq, struct ib_wc *wc)
 		}
 		return;
 	}
+	/* Reset already: nothing more from this peer reaches the program. */
+	if (READ_ONCE(conn->dead))
+		return;
 
 	WRITE_ONCE(conn->ka_last, jiffies);
 	afrdma_inc_stats(sk, AFRDMA_MIB_RECVS);
@@ -69,11 +82,14 @@ void afrdma_rx_done(struct ib_cq *cq, struct ib_wc *wc)
 		goto proto_err;
 
 	spin_lock(&conn->lock);
-	if (msg.credits > conn->peer_rx_slots - conn->tx_credits ||
+	/* A SEND into a buffer we never offered: the peer ignores credits. */
+	if (!conn->peer_credits ||
+	    msg.credits > conn->peer_rx_slots - conn->tx_credits ||
 	    (conn->fin_rcvd && msg.type != AFRDMA_MSG_CREDIT)) {
 		spin_unlock(&conn->lock);
 		goto proto_err;
 	}
+	conn->peer_credits--;
 	conn->tx_credits += msg.credits;
 	if (msg.type == AFRDMA_MSG_DATA) {
 		slot->len = msg.len;

@@ -102,6 +102,7 @@ static int afrdma_ctrl_post_locked(struct afrdma_conn *conn, unsigned int type)
 	afrdma_inc_stats(conn->sk, AFRDMA_MIB_CTRL_SENDS);
 	conn->ctrl_head++;
 	conn->tx_credits--;
+	conn->peer_credits += conn->rx_owed;
 	conn->rx_owed = 0;
 	return 0;
 }
@@ -157,6 +158,7 @@ static int afrdma_tx_push_locked(struct afrdma_conn *conn)
 	conn->tx_push = false;
 	conn->tx_head++;
 	conn->tx_credits--;
+	conn->peer_credits += conn->rx_owed;
 	conn->rx_owed = 0;
 	return 0;
 }

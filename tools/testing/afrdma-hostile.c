@@ -1,0 +1,583 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * afrdma-hostile: a broken or malicious afrdma peer, for the hostile-peer
+ * selftest.  It connects to an afrdma listener through rdma_cm (RDMA_PS_TCP,
+ * the port space afrdma listens in) and speaks the wire protocol badly, one
+ * case per run.  Messages are built with net/afrdma/wire.c and corrupted
+ * afterwards, so only the intended field is wrong.
+ *
+ *   afrdma-hostile -a ADDR -p PORT -c CASE [-t SECONDS]
+ *   afrdma-hostile -l        list the cases
+ *
+ * Once the case has done its damage the tool stays connected, taking
+ * whatever the victim sends, until the victim disconnects or SECONDS (20)
+ * pass: the victim must end the connection itself, not because the
+ * attacker went away.  Exit status: 0 when the attacker saw what its case
+ * expects on its side (a reject, a remote access error, ...), 1 when not,
+ * 2 when it could not set up.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <getopt.h>
+#include <netdb.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <infiniband/verbs.h>
+#include <rdma/rdma_cma.h>
+
+#include "wire.h"
+
+#define HDR_LEN		sizeof(struct afrdma_msg_hdr)
+#define SEND_BUF	(2 * AFRDMA_MAX_SLOT_SIZE)
+#define MAX_RECV	64
+#define MAX_SEND	256
+#define RESOLVE_MS	2000
+#define ARRAY_SIZE(a)	(sizeof(a) / sizeof((a)[0]))
+
+enum expect {
+	EXP_NONE,		/* nothing to see on this side */
+	EXP_REJECT,		/* the connect is rejected */
+	EXP_REM_ACCESS,		/* our RDMA WRITE fails: remote access error */
+	EXP_SEND_ERR,		/* our SEND fails: the victim had no room */
+	EXP_RECV_ERR,		/* a victim SEND overflows our buffer */
+};
+
+struct hostile_case {
+	const char	*name;
+	const char	*what;
+	enum expect	expect;
+};
+
+static const struct hostile_case cases[] = {
+	{ "hdr-flags", "DATA header with a reserved flag set", EXP_NONE },
+	{ "hdr-truncated", "a 5-byte SEND, shorter than a header", EXP_NONE },
+	{ "send-empty", "a zero-byte SEND", EXP_NONE },
+	{ "len-long", "DATA whose len exceeds the bytes sent", EXP_NONE },
+	{ "len-short", "DATA whose len is short of the bytes sent", EXP_NONE },
+	{ "data-empty", "DATA with len 0", EXP_NONE },
+	{ "type-unknown", "a message of type 7", EXP_NONE },
+	{ "credit-lie", "returns 65535 credits it was never given", EXP_NONE },
+	{ "credit-overrun", "sends slots+8 DATA without waiting for credits",
+	  EXP_NONE },
+	{ "data-after-fin", "FIN, then DATA", EXP_NONE },
+	{ "ctrl-flood",
+	  "credit messages as fast as credits allow, then no FIN",
+	  EXP_NONE },
+	{ "priv-short", "4 bytes of private data", EXP_REJECT },
+	{ "priv-magic", "private data with a wrong magic", EXP_REJECT },
+	{ "priv-slots-low", "announces 1 receive slot", EXP_REJECT },
+	{ "priv-slots-high", "announces 65535 receive slots", EXP_REJECT },
+	{ "priv-size-low", "announces 8-byte slots", EXP_REJECT },
+	{ "priv-size-high", "announces 16 MiB slots", EXP_REJECT },
+	{ "lie-size", "announces 1 MiB slots, posts 1 KiB buffers",
+	  EXP_RECV_ERR },
+	{ "lie-slots", "announces 4096 slots, posts 4, then reads nothing",
+	  EXP_NONE },
+	{ "silence", "connects and then says nothing", EXP_NONE },
+	{ "rdma-write", "RDMA WRITE to a random address and rkey",
+	  EXP_REM_ACCESS },
+	{ "big-send", "a SEND 8 bytes larger than the victim's slots",
+	  EXP_SEND_ERR },
+};
+
+struct peer {
+	const struct hostile_case *c;
+	struct rdma_event_channel *ch;
+	struct rdma_cm_id	*id;
+	struct ibv_pd		*pd;
+	struct ibv_cq		*cq;
+	struct ibv_mr		*rx_mr, *tx_mr;
+	char			*rx_buf, *tx_buf;
+	unsigned int		rx_posted;	/* receive buffers we post */
+	unsigned int		rx_size;	/* their size */
+	struct afrdma_cm_params	victim;
+	unsigned int		credits;	/* victim buffers we may fill */
+	unsigned int		owed;		/* reposted, not yet returned */
+	unsigned int		outstanding;	/* SENDs not completed */
+	unsigned long		sends, recvs;
+	bool			disconnected;
+	bool			saw_rem_access, saw_send_err, saw_recv_err;
+	bool			stop_reposting;
+};
+
+static void msg(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	fputs("afrdma-hostile: ", stdout);
+	vprintf(fmt, ap);
+	va_end(ap);
+	fflush(stdout);
+}
+
+static double now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* Next cm event within @ms, or NULL.  The caller acks it. */
+static struct rdma_cm_event *cm_event(struct peer *p, int ms)
+{
+	struct pollfd pfd = { .fd = p->ch->fd, .events = POLLIN };
+	struct rdma_cm_event *ev;
+
+	if (poll(&pfd, 1, ms) <= 0)
+		return NULL;
+	if (rdma_get_cm_event(p->ch, &ev))
+		return NULL;
+	return ev;
+}
+
+static int cm_wait(struct peer *p, enum rdma_cm_event_type want)
+{
+	struct rdma_cm_event *ev = cm_event(p, 2 * RESOLVE_MS);
+	int ret = -1;
+
+	if (!ev) {
+		msg("timed out waiting for %s\n", rdma_event_str(want));
+		return -1;
+	}
+	if (ev->event == want)
+		ret = 0;
+	else
+		msg("%s (status %d) instead of %s\n", rdma_event_str(ev->event),
+		    ev->status, rdma_event_str(want));
+	rdma_ack_cm_event(ev);
+	return ret;
+}
+
+static int post_recv(struct peer *p, unsigned int i)
+{
+	struct ibv_sge sge = {
+		.addr	= (uintptr_t)p->rx_buf + (size_t)i * p->rx_size,
+		.length	= p->rx_size,
+		.lkey	= p->rx_mr->lkey,
+	};
+	struct ibv_recv_wr wr = {
+		.wr_id = i, .sg_list = &sge, .num_sge = 1,
+	}, *bad;
+
+	return ibv_post_recv(p->id->qp, &wr, &bad);
+}
+
+/* Posts a SEND (or RDMA WRITE) of the first @len bytes of tx_buf. */
+static int post_send(struct peer *p, size_t len, enum ibv_wr_opcode op,
+		     uint64_t raddr, uint32_t rkey)
+{
+	struct ibv_sge sge = {
+		.addr	= (uintptr_t)p->tx_buf,
+		.length	= len,
+		.lkey	= p->tx_mr->lkey,
+	};
+	struct ibv_send_wr wr = {
+		.wr_id = 1ULL << 63, .sg_list = &sge, .num_sge = len ? 1 : 0,
+		.opcode = op, .send_flags = IBV_SEND_SIGNALED,
+	}, *bad;
+	int err;
+
+	wr.wr.rdma.remote_addr = raddr;
+	wr.wr.rdma.rkey = rkey;
+	err = ibv_post_send(p->id->qp, &wr, &bad);
+	if (err) {
+		msg("post send: %s\n", strerror(err));
+		return -1;
+	}
+	p->outstanding++;
+	p->sends++;
+	return 0;
+}
+
+/* Builds a message in tx_buf and sends it; returns the SEND's length. */
+static int send_msg(struct peer *p, unsigned int type, unsigned int len)
+{
+	afrdma_build_msg((struct afrdma_msg_hdr *)p->tx_buf, type, p->owed,
+			 len);
+	memset(p->tx_buf + HDR_LEN, 'x', len);
+	p->owed = 0;
+	if (p->credits)
+		p->credits--;
+	return post_send(p, HDR_LEN + len, IBV_WR_SEND, 0, 0);
+}
+
+/* Reaps completions for up to @ms; takes the victim's credits as it goes. */
+static void poll_cq(struct peer *p, int ms)
+{
+	double end = now() + ms / 1000.0;
+	struct ibv_wc wc[16];
+	int n, i;
+
+	do {
+		n = ibv_poll_cq(p->cq, 16, wc);
+		for (i = 0; i < n; i++) {
+			struct afrdma_msg m;
+
+			if (wc[i].wr_id >> 63) {
+				p->outstanding--;
+				if (wc[i].status == IBV_WC_REM_ACCESS_ERR)
+					p->saw_rem_access = true;
+				if (wc[i].status != IBV_WC_SUCCESS &&
+				    wc[i].status != IBV_WC_WR_FLUSH_ERR) {
+					p->saw_send_err = true;
+					msg("send completion: %s\n",
+					    ibv_wc_status_str(wc[i].status));
+				}
+				continue;
+			}
+			if (wc[i].status != IBV_WC_SUCCESS) {
+				if (wc[i].status != IBV_WC_WR_FLUSH_ERR) {
+					p->saw_recv_err = true;
+					msg("receive completion: %s\n",
+					    ibv_wc_status_str(wc[i].status));
+				}
+				continue;
+			}
+			p->recvs++;
+			if (!afrdma_parse_msg(p->rx_buf + wc[i].wr_id *
+					      p->rx_size, wc[i].byte_len, &m))
+				p->credits += m.credits;
+			if (!p->stop_reposting && !post_recv(p, wc[i].wr_id))
+				p->owed++;
+		}
+		if (!n && ms)
+			usleep(200);
+	} while (now() < end);
+}
+
+/* Waits, reaping completions, until the victim disconnects or @secs. */
+static void linger(struct peer *p, double secs)
+{
+	double end = now() + secs;
+
+	while (!p->disconnected && now() < end) {
+		struct rdma_cm_event *ev = cm_event(p, 0);
+
+		if (ev) {
+			msg("event %s\n", rdma_event_str(ev->event));
+			if (ev->event == RDMA_CM_EVENT_DISCONNECTED)
+				p->disconnected = true;
+			rdma_ack_cm_event(ev);
+		}
+		poll_cq(p, 20);
+	}
+}
+
+static int setup(struct peer *p, const char *addr, const char *port)
+{
+	struct ibv_qp_init_attr qa = {};
+	struct addrinfo *ai, hints = { .ai_socktype = SOCK_STREAM };
+	unsigned int i;
+	int err;
+
+	err = getaddrinfo(addr, port, &hints, &ai);
+	if (err) {
+		msg("%s: %s\n", addr, gai_strerror(err));
+		return -1;
+	}
+	p->ch = rdma_create_event_channel();
+	if (!p->ch || rdma_create_id(p->ch, &p->id, NULL, RDMA_PS_TCP)) {
+		msg("rdma_create_id: %s\n", strerror(errno));
+		freeaddrinfo(ai);
+		return -1;
+	}
+	err = rdma_resolve_addr(p->id, NULL, ai->ai_addr, RESOLVE_MS);
+	freeaddrinfo(ai);
+	if (err || cm_wait(p, RDMA_CM_EVENT_ADDR_RESOLVED) ||
+	    rdma_resolve_route(p->id, RESOLVE_MS) ||
+	    cm_wait(p, RDMA_CM_EVENT_ROUTE_RESOLVED))
+		return -1;
+
+	p->pd = ibv_alloc_pd(p->id->verbs);
+	p->cq = p->pd ? ibv_create_cq(p->id->verbs, MAX_RECV + MAX_SEND + 8,
+				      NULL, NULL, 0) : NULL;
+	p->rx_buf = calloc(p->rx_posted, p->rx_size);
+	p->tx_buf = calloc(1, SEND_BUF);
+	if (!p->cq || !p->rx_buf || !p->tx_buf)
+		return -1;
+	p->rx_mr = ibv_reg_mr(p->pd, p->rx_buf,
+			      (size_t)p->rx_posted * p->rx_size,
+			      IBV_ACCESS_LOCAL_WRITE);
+	p->tx_mr = ibv_reg_mr(p->pd, p->tx_buf, SEND_BUF,
+			      IBV_ACCESS_LOCAL_WRITE);
+	if (!p->rx_mr || !p->tx_mr) {
+		msg("ibv_reg_mr: %s\n", strerror(errno));
+		return -1;
+	}
+	qa.send_cq = p->cq;
+	qa.recv_cq = p->cq;
+	qa.cap.max_send_wr = MAX_SEND;
+	qa.cap.max_recv_wr = MAX_RECV;
+	qa.cap.max_send_sge = 1;
+	qa.cap.max_recv_sge = 1;
+	qa.qp_type = IBV_QPT_RC;
+	if (rdma_create_qp(p->id, p->pd, &qa)) {
+		msg("rdma_create_qp: %s\n", strerror(errno));
+		return -1;
+	}
+	for (i = 0; i < p->rx_posted; i++)
+		if (post_recv(p, i))
+			return -1;
+	return 0;
+}
+
+/* Connects with @priv; 1 if rejected, 0 if established, -1 otherwise. */
+static int connect_victim(struct peer *p, const void *priv, size_t priv_len)
+{
+	struct rdma_conn_param cp = {
+		.private_data = priv,
+		.private_data_len = priv_len,
+		.flow_control = 1,
+		.retry_count = 7,
+		.rnr_retry_count = 7,	/* as afrdma: wait for buffers */
+	};
+	struct rdma_cm_event *ev;
+	int ret = -1;
+
+	if (rdma_connect(p->id, &cp)) {
+		msg("rdma_connect: %s\n", strerror(errno));
+		return -1;
+	}
+	ev = cm_event(p, 10000);
+	if (!ev) {
+		msg("no answer to the connect\n");
+		return -1;
+	}
+	msg("event %s (status %d)\n", rdma_event_str(ev->event), ev->status);
+	if (ev->event == RDMA_CM_EVENT_REJECTED) {
+		ret = 1;
+	} else if (ev->event == RDMA_CM_EVENT_ESTABLISHED &&
+		   !afrdma_parse_cm_priv(ev->param.conn.private_data,
+					 ev->param.conn.private_data_len,
+					 &p->victim)) {
+		p->credits = p->victim.rx_slots;
+		msg("victim posts %u slots of %u bytes\n", p->victim.rx_slots,
+		    p->victim.rx_slot_size);
+		ret = 0;
+	}
+	rdma_ack_cm_event(ev);
+	return ret;
+}
+
+/* Does the damage.  Returns -1 if it could not even try. */
+static int attack(struct peer *p, double secs)
+{
+	const char *name = p->c->name;
+	struct afrdma_msg_hdr *hdr = (struct afrdma_msg_hdr *)p->tx_buf;
+	unsigned int i;
+
+	/* Take the victim's greeting first, so credits are settled. */
+	poll_cq(p, 300);
+
+	if (!strcmp(name, "hdr-flags")) {
+		afrdma_build_msg(hdr, AFRDMA_MSG_DATA, 0, 16);
+		hdr->flags = 0x80;
+		post_send(p, HDR_LEN + 16, IBV_WR_SEND, 0, 0);
+	} else if (!strcmp(name, "hdr-truncated")) {
+		afrdma_build_msg(hdr, AFRDMA_MSG_DATA, 0, 16);
+		post_send(p, 5, IBV_WR_SEND, 0, 0);
+	} else if (!strcmp(name, "send-empty")) {
+		post_send(p, 0, IBV_WR_SEND, 0, 0);
+	} else if (!strcmp(name, "len-long")) {
+		afrdma_build_msg(hdr, AFRDMA_MSG_DATA, 0, 1000);
+		post_send(p, HDR_LEN + 10, IBV_WR_SEND, 0, 0);
+	} else if (!strcmp(name, "len-short")) {
+		afrdma_build_msg(hdr, AFRDMA_MSG_DATA, 0, 4);
+		post_send(p, HDR_LEN + 10, IBV_WR_SEND, 0, 0);
+	} else if (!strcmp(name, "data-empty")) {
+		afrdma_build_msg(hdr, AFRDMA_MSG_DATA, 0, 0);
+		post_send(p, HDR_LEN, IBV_WR_SEND, 0, 0);
+	} else if (!strcmp(name, "type-unknown")) {
+		afrdma_build_msg(hdr, 7, 0, 0);
+		post_send(p, HDR_LEN, IBV_WR_SEND, 0, 0);
+	} else if (!strcmp(name, "credit-lie")) {
+		afrdma_build_msg(hdr, AFRDMA_MSG_CREDIT, 0xffff, 0);
+		post_send(p, HDR_LEN, IBV_WR_SEND, 0, 0);
+	} else if (!strcmp(name, "credit-overrun")) {
+		for (i = 0; i < p->victim.rx_slots + 8 && i < MAX_SEND - 8; i++)
+			send_msg(p, AFRDMA_MSG_DATA, 64);
+	} else if (!strcmp(name, "data-after-fin")) {
+		send_msg(p, AFRDMA_MSG_FIN, 0);
+		poll_cq(p, 100);
+		send_msg(p, AFRDMA_MSG_DATA, 16);
+	} else if (!strcmp(name, "ctrl-flood")) {
+		double end = now() + secs;
+
+		/* Keep two credits back, as afrdma does for its FIN. */
+		while (now() < end && !p->disconnected) {
+			if (p->credits > 2 && p->outstanding < MAX_SEND - 8)
+				send_msg(p, AFRDMA_MSG_CREDIT, 0);
+			poll_cq(p, 0);
+		}
+		msg("flood: %lu messages sent, %lu received\n", p->sends,
+		    p->recvs);
+		rdma_disconnect(p->id);
+		return 0;
+	} else if (!strcmp(name, "rdma-write")) {
+		uint64_t raddr;
+		uint32_t rkey;
+
+		srandom(getpid() ^ time(NULL));
+		raddr = (uint64_t)random() << 32 | random();
+		rkey = random();
+		msg("RDMA WRITE to 0x%llx rkey 0x%x\n",
+		    (unsigned long long)raddr, rkey);
+		post_send(p, 64, IBV_WR_RDMA_WRITE, raddr, rkey);
+	} else if (!strcmp(name, "big-send")) {
+		unsigned int len = p->victim.rx_slot_size + 8 - HDR_LEN;
+
+		if (len + HDR_LEN > SEND_BUF)
+			return -1;
+		send_msg(p, AFRDMA_MSG_DATA, len);
+	}
+
+	/*
+	 * After a protocol error nothing more may reach the victim's program:
+	 * the selftest checks that it reads no byte of this.
+	 */
+	if (p->c->expect == EXP_NONE && strcmp(name, "silence") &&
+	    strcmp(name, "lie-slots") && strcmp(name, "credit-overrun") &&
+	    strcmp(name, "data-after-fin")) {
+		poll_cq(p, 50);
+		send_msg(p, AFRDMA_MSG_DATA, 100);
+	}
+	return 0;
+}
+
+static void print_usage(void)
+{
+	unsigned int i;
+
+	fputs("usage: afrdma-hostile -a ADDR -p PORT -c CASE [-t SECONDS]\n",
+	      stderr);
+	fputs("       afrdma-hostile -l\ncases:\n", stderr);
+	for (i = 0; i < ARRAY_SIZE(cases); i++)
+		fprintf(stderr, "  %-16s %s\n", cases[i].name, cases[i].what);
+}
+
+int main(int argc, char **argv)
+{
+	const char *addr = NULL, *port = NULL, *name = NULL;
+	struct afrdma_cm_params own = { 32, 16384 };
+	struct afrdma_cm_priv priv;
+	struct peer p = {};
+	double secs = 20;
+	size_t priv_len = sizeof(priv);
+	unsigned int i;
+	bool ok;
+	int opt, ret;
+
+	while ((opt = getopt(argc, argv, "a:p:c:t:lh")) != -1) {
+		switch (opt) {
+		case 'a':
+			addr = optarg;
+			break;
+		case 'p':
+			port = optarg;
+			break;
+		case 'c':
+			name = optarg;
+			break;
+		case 't':
+			secs = atof(optarg);
+			break;
+		case 'l':
+			for (i = 0; i < ARRAY_SIZE(cases); i++)
+				printf("%s\n", cases[i].name);
+			return 0;
+		default:
+			print_usage();
+			return 2;
+		}
+	}
+	for (i = 0; name && i < ARRAY_SIZE(cases); i++)
+		if (!strcmp(name, cases[i].name))
+			p.c = &cases[i];
+	if (!addr || !port || !p.c) {
+		print_usage();
+		return 2;
+	}
+	msg("case %s: %s\n", p.c->name, p.c->what);
+
+	p.rx_posted = own.rx_slots;
+	p.rx_size = own.rx_slot_size;
+	if (!strcmp(name, "lie-size"))
+		p.rx_size = 1024;
+	if (!strcmp(name, "lie-slots")) {
+		/* Never reposted: the victim's fifth SEND finds no buffer. */
+		p.rx_posted = 4;
+		p.stop_reposting = true;
+	}
+	if (setup(&p, addr, port)) {
+		msg("setup failed\n");
+		return 2;
+	}
+
+	if (!strcmp(name, "priv-slots-low"))
+		own.rx_slots = 1;
+	else if (!strcmp(name, "priv-slots-high"))
+		own.rx_slots = 65535;
+	else if (!strcmp(name, "priv-size-low"))
+		own.rx_slot_size = 8;
+	else if (!strcmp(name, "priv-size-high"))
+		own.rx_slot_size = 16 << 20;
+	else if (!strcmp(name, "lie-size"))
+		own.rx_slot_size = AFRDMA_MAX_SLOT_SIZE;
+	else if (!strcmp(name, "lie-slots"))
+		own.rx_slots = AFRDMA_MAX_SLOTS;
+	afrdma_build_cm_priv(&priv, &own);
+	if (!strcmp(name, "priv-magic"))
+		priv.magic = htons(0x5241);
+	else if (!strcmp(name, "priv-short"))
+		priv_len = 4;
+
+	ret = connect_victim(&p, &priv, priv_len);
+	if (ret < 0)
+		return 2;
+	if (ret == 1) {
+		ok = p.c->expect == EXP_REJECT;
+		msg("rejected: %s\n", ok ? "as expected" : "UNEXPECTED");
+		return ok ? 0 : 1;
+	}
+	if (p.c->expect == EXP_REJECT) {
+		msg("accepted: UNEXPECTED\n");
+		rdma_disconnect(p.id);
+		return 1;
+	}
+
+	if (attack(&p, 3))
+		return 2;
+	linger(&p, secs);
+	msg("%s after the attack; %lu sends, %lu receives\n",
+	    p.disconnected ? "victim disconnected" : "victim still connected",
+	    p.sends, p.recvs);
+
+	switch (p.c->expect) {
+	case EXP_REM_ACCESS:
+		ok = p.saw_rem_access;
+		break;
+	case EXP_SEND_ERR:
+		ok = p.saw_send_err;
+		break;
+	case EXP_RECV_ERR:
+		ok = p.saw_recv_err;
+		break;
+	default:
+		ok = true;
+	}
+	msg("attacker side: %s\n", ok ? "as expected" : "UNEXPECTED");
+	if (!p.disconnected)
+		rdma_disconnect(p.id);
+	rdma_destroy_qp(p.id);
+	rdma_destroy_id(p.id);
+	return ok ? 0 : 1;
+}
