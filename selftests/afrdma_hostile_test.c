@@ -8,6 +8,7 @@
  * after the attack with matching checksums, and every RC QP must be gone
  * afterwards.  vm-run fails the run if the kernel log shows a WARN or BUG.
  */
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -26,6 +27,7 @@ enum victim_end {
 	END_RESET,		/* recv: -1 ECONNRESET */
 	END_EOF_OR_RESET,	/* recv: 0 or -1 ECONNRESET */
 	END_TIMEOUT,		/* recv: -1 EAGAIN after SO_RCVTIMEO */
+	END_DEAD,		/* recv: -1 ETIMEDOUT from SO_KEEPALIVE */
 	END_REJECTED,		/* never accepted */
 };
 
@@ -196,6 +198,8 @@ HOSTILE_CASE(lie_size, "lie-size", END_RESET, false, 2);
 /* Unsent data holds close() for up to afrdma's 10 s close timeout. */
 HOSTILE_CASE(lie_slots, "lie-slots", END_TIMEOUT, false, 13);
 HOSTILE_CASE(silence, "silence", END_TIMEOUT, false, 2);
+/* A dead peer: keepalive (1 s idle, 1 s x 2 probes) must find it. */
+HOSTILE_CASE(vanish, "vanish", END_DEAD, false, 2);
 HOSTILE_CASE(rdma_write, "rdma-write", END_RESET, false, 2);
 HOSTILE_CASE(big_send, "big-send", END_RESET, false, 2);
 
@@ -278,6 +282,14 @@ TEST_F_TIMEOUT(hostile, attack, 150)
 	tv.tv_sec = v->end == END_TIMEOUT ? 2 : 15;
 	tv.tv_usec = 0;
 	setsockopt(vfd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	if (v->end == END_DEAD) {
+		int one = 1, two = 2;
+
+		ASSERT_EQ(0, setsockopt(vfd, SOL_TCP, TCP_KEEPIDLE, &one, sizeof(one)));
+		ASSERT_EQ(0, setsockopt(vfd, SOL_TCP, TCP_KEEPINTVL, &one, sizeof(one)));
+		ASSERT_EQ(0, setsockopt(vfd, SOL_TCP, TCP_KEEPCNT, &two, sizeof(two)));
+		ASSERT_EQ(0, setsockopt(vfd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one)));
+	}
 	tv.tv_sec = 2;
 	setsockopt(vfd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
 	/* Gives lie-size something to choke on; may fail once reset. */
@@ -303,6 +315,11 @@ TEST_F_TIMEOUT(hostile, attack, 150)
 		break;
 	case END_EOF_OR_RESET:
 		EXPECT_TRUE(r == 0 || err == ECONNRESET);
+		break;
+	case END_DEAD:
+		EXPECT_EQ(-1, r);
+		EXPECT_EQ(ETIMEDOUT, err);
+		EXPECT_GT(15.0, t) TH_LOG("found only by SO_RCVTIMEO");
 		break;
 	default:
 		EXPECT_EQ(-1, r);

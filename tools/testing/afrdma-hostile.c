@@ -81,6 +81,9 @@ static const struct hostile_case cases[] = {
 	{ "lie-slots", "announces 4096 slots, posts 4, then reads nothing",
 	  EXP_NONE },
 	{ "silence", "connects and then says nothing", EXP_NONE },
+	{ "vanish",
+	  "its QP disappears without a disconnect, like a host losing power",
+	  EXP_NONE },
 	{ "rdma-write", "RDMA WRITE to a random address and rkey",
 	  EXP_REM_ACCESS },
 	{ "big-send", "a SEND 8 bytes larger than the victim's slots",
@@ -168,6 +171,8 @@ static int post_recv(struct peer *p, unsigned int i)
 		.wr_id = i, .sg_list = &sge, .num_sge = 1,
 	}, *bad;
 
+	if (!p->id->qp)		/* vanished */
+		return -1;
 	return ibv_post_recv(p->id->qp, &wr, &bad);
 }
 
@@ -188,6 +193,8 @@ static int post_send(struct peer *p, size_t len, enum ibv_wr_opcode op,
 
 	wr.wr.rdma.remote_addr = raddr;
 	wr.wr.rdma.rkey = rkey;
+	if (!p->id->qp)		/* vanished */
+		return -1;
 	err = ibv_post_send(p->id->qp, &wr, &bad);
 	if (err) {
 		msg("post send: %s\n", strerror(err));
@@ -432,6 +439,12 @@ static int attack(struct peer *p, double secs)
 		msg("RDMA WRITE to 0x%llx rkey 0x%x\n",
 		    (unsigned long long)raddr, rkey);
 		post_send(p, 64, IBV_WR_RDMA_WRITE, raddr, rkey);
+	} else if (!strcmp(name, "vanish")) {
+		/*
+		 * Nothing answers the victim from now on, not even an ACK,
+		 * and the CM stays quiet: only keepalive can tell.
+		 */
+		rdma_destroy_qp(p->id);
 	} else if (!strcmp(name, "big-send")) {
 		unsigned int len = p->victim.rx_slot_size + 8 - HDR_LEN;
 
@@ -446,7 +459,7 @@ static int attack(struct peer *p, double secs)
 	 */
 	if (p->c->expect == EXP_NONE && strcmp(name, "silence") &&
 	    strcmp(name, "lie-slots") && strcmp(name, "credit-overrun") &&
-	    strcmp(name, "data-after-fin")) {
+	    strcmp(name, "data-after-fin") && strcmp(name, "vanish")) {
 		poll_cq(p, 50);
 		send_msg(p, AFRDMA_MSG_DATA, 100);
 	}
