@@ -590,7 +590,8 @@ int main(int argc, char **argv)
 	msg("attacker side: %s\n", ok ? "as expected" : "UNEXPECTED");
 	if (!p.disconnected)
 		rdma_disconnect(p.id);
-	rdma_destroy_qp(p.id);
+	if (p.id->qp)		/* not vanished */
+		rdma_destroy_qp(p.id);
 	rdma_destroy_id(p.id);
 	return ok ? 0 : 1;
 }
