@@ -43,7 +43,15 @@ static void afrdma_cm_conn_param(struct rdma_conn_param *param,
 	param->private_data = priv;
 	param->private_data_len = sizeof(*priv);
 	param->flow_control = 1;
-	param->retry_count = 7;
+	/*
+	 * 6, not 7: soft-RoCE (rxe_comp.c) treats a retry count of 7 as
+	 * "retry forever", so a peer that died (powered off, cable pulled)
+	 * was never noticed and a blocked send hung for good.  With 6 every
+	 * device gives up after 6 retries of the ack timeout and the
+	 * connection ends with ECONNRESET.  7 RNR retries is infinite by the
+	 * spec, and wanted: the credits keep receives posted.
+	 */
+	param->retry_count = 6;
 	param->rnr_retry_count = 7;
 }
 
