@@ -4,6 +4,7 @@
 #
 #   make [KDIR=...] [W=1] [C=2]   module (net/afrdma/afrdma.ko) and tools
 #   make check                    build for every installed kernel, test in a VM
+#   make stress                   the same, with the full sizes (64 MiB wire streams)
 #   make demo                     echo and transfer over AF_RDMA beside TCP
 #   make clean
 #
@@ -25,7 +26,7 @@ CHECK_KRELS ?= $(sort $(foreach v,$(wildcard /boot/vmlinuz-*),\
 	$(if $(wildcard /lib/modules/$(v:/boot/vmlinuz-%=%)/build/Makefile),\
 	$(v:/boot/vmlinuz-%=%))))
 
-.PHONY: all module tools selftests check demo bench clean kdir-check deps
+.PHONY: all module tools selftests check stress demo bench clean kdir-check deps
 
 all: module tools selftests
 
@@ -66,6 +67,9 @@ selftests:
 
 check:
 	@./tools/testing/check $(CHECK_KRELS)
+
+stress:
+	@WIRE_SIZE=64M ./tools/testing/check $(CHECK_KRELS)
 
 demo:
 	@./tools/testing/demo

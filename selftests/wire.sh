@@ -20,7 +20,7 @@ size=${1:-8M}
 ko=build/${AFRDMA_KREL:-}/net/afrdma/afrdma.ko
 nic=${AFRDMA_NIC:-eth0}
 peer=${AFRDMA_PEER:-}
-data_port=5201
+data_port=5201		# B's server on its IPv4 address; +1 on its IPv6 one
 ctl_port=5299
 out=${AFRDMA_OUTDIR:-/tmp}
 perf=./tools/afrdma-perf
@@ -29,6 +29,8 @@ perf=./tools/afrdma-perf
 xfer_timeout=${AFRDMA_WIRE_TIMEOUT:-300}
 # How long A's send may stay blocked after B is gone.
 crash_bound=${AFRDMA_CRASH_BOUND:-90}
+# The 5 s outage stream (64 MiB) must end, one way or the other, by then.
+outage_timeout=120
 
 msg()
 {
@@ -47,6 +49,20 @@ stat()
 	sed -n "s/^$1 //p" /proc/net/afrdma_stat 2>/dev/null
 }
 
+# What the RDMA side looks like now, for a test that failed: QPs, afrdma's
+# counters and rxe's non-zero hardware counters.
+diag()
+{
+	local f v
+
+	rdma resource show qp 2>&1 | sed 's/^/#   /'
+	grep -v ' 0$' /proc/net/afrdma_stat 2>/dev/null | sed 's/^/#   afrdma_stat: /'
+	for f in /sys/class/infiniband/rxe0/ports/1/hw_counters/*; do
+		read -r v < "$f" 2>/dev/null || continue
+		[ "$v" != 0 ] && msg "  rxe0 ${f##*/} $v"
+	done
+}
+
 # --- B: the server side -----------------------------------------------------
 
 role_b()
@@ -56,6 +72,8 @@ role_b()
 	insmod "$ko" || return 1
 	"$perf" server -a "$AFRDMA_SELF" -p "$data_port" > "$out/b-server.log" 2>&1 &
 	srv=$!
+	"$perf" server -a "$AFRDMA_SELF6" -p $((data_port + 1)) > "$out/b-server6.log" 2>&1 &
+	srv="$srv $!"
 	# A's commands, one per connection; busybox nc prints what it got.
 	while :; do
 		cmd=$(timeout "${AFRDMA_TIMEOUT:-1800}" busybox nc -l -p "$ctl_port") || {
@@ -65,11 +83,14 @@ role_b()
 		}
 		case $cmd in
 		crash*)	tools/testing/vm-poweroff "wire.sh: A asked B to crash mid-transfer" ;;
+		diag*)	msg "B, at A's request:"; diag ;;
 		done*)	break ;;
 		esac
 	done
-	kill "$srv" 2>/dev/null
-	wait "$srv" 2>/dev/null
+	# shellcheck disable=SC2086  # two pids
+	kill $srv 2>/dev/null
+	# shellcheck disable=SC2086
+	wait $srv 2>/dev/null
 	# Nothing may be left behind by the tests B took part in.
 	rmmod afrdma || rc=1
 	return $rc
@@ -84,16 +105,25 @@ ctl()
 	timeout 5 bash -c 'echo "$1" > "/dev/tcp/$2/$3"' _ "$1" "$peer" "$ctl_port" 2>/dev/null
 }
 
-# stream_start SIZE [ADDR]: start one client stream to B in the background,
-# its output in $slog, its pid in $spid, its start time in $st0.
+# stream_start SIZE [ADDR PORT [TIMEOUT]]: start one client stream to B in
+# the background, its output in $slog, its pid in $spid, its start time in
+# $st0.
 stream_start()
 {
 	slog=$(mktemp)
 	st0=$SECONDS
 	opens0=$(stat ActiveOpens) fallbacks0=$(stat FallbackActive)
-	timeout -k 5 "$xfer_timeout" "$perf" client -a "${2:-$peer}" -p "$data_port" \
-		-s 64K -n "$1" -v > "$slog" 2>&1 &
+	timeout -k 5 "${4:-$xfer_timeout}" "$perf" client -a "${2:-$peer}" \
+		-p "${3:-$data_port}" -s 64K -n "$1" -v > "$slog" 2>&1 &
 	spid=$!
+}
+
+# A failed: show both sides.
+fail_diag()
+{
+	msg "A:"
+	diag
+	ctl diag
 }
 
 # stream_up: wait until the stream started last is connected (afrdma-perf
@@ -133,6 +163,14 @@ stream_wait()
 	echo "$sout" | sed 's/^/#   /'
 }
 
+# ended_with_error: the stream ended with an error that says the connection
+# broke (afrdma-perf prints strerror); sets $why.
+ended_with_error()
+{
+	why=$(grep -o 'Connection timed out\|Connection reset by peer\|Broken pipe' <<< "$sout" | head -n 1)
+	[ "$src" != 0 ] && [ "$src" != 124 ] && [ -n "$why" ]
+}
+
 # The stream ran on RDMA (the socket said so, and afrdma counted one more
 # RDMA connection and no fallback), finished, and both checksums matched.
 stream_ok()
@@ -148,18 +186,19 @@ stream_ok()
 	[ "$src" = 0 ] && [[ $sout == *"checksums match"* ]]
 }
 
-# xfer NAME SIZE [ADDR]: one stream; a TAP result.
+# xfer NAME SIZE [ADDR PORT]: one stream; a TAP result.
 xfer()
 {
 	local name=$1
 
-	stream_start "$2" "${3:-}"
+	stream_start "$2" "${3:-}" "${4:-}"
 	stream_wait
 	[ "$src" = 124 ] && msg "$name: hung, killed after $xfer_timeout s"
 	if stream_ok; then
 		msg "figure: $name: $2 in $secs s, checksums match"
 		tap_result ok "$name"
 	else
+		fail_diag
 		tap_result fail "$name"
 	fi
 }
@@ -187,14 +226,14 @@ netem_xfer()
 # A 5 s outage of A's link in the middle of a stream.  An RC QP retries an
 # unacknowledged packet retry_count times, each after the ack timeout
 # rdma_cm chose; the stream either survives (completes, checksums match)
-# or ends with ETIMEDOUT/ECONNRESET.  Hanging past xfer_timeout, or any
+# or ends with an error (ETIMEDOUT, ECONNRESET or EPIPE).  Hanging, or any
 # other ending, fails.  64 MiB whatever the size asked for: the stream must
 # still be running when the link goes down.
 outage()
 {
 	local name=link_outage_5s qp=0
 
-	stream_start 64M
+	stream_start 64M "" "" "$outage_timeout"
 	stream_up || qp=1
 	# Down once data flows.
 	sleep 1
@@ -209,12 +248,12 @@ outage()
 	elif stream_ok; then
 		msg "figure: $name: survived: 64M in $secs s, checksums match"
 		tap_result ok "$name"
-	elif [ "$src" != 124 ] && [[ $sout == *"carried by rdma"* ]] &&
-	     [[ $sout == *"Connection timed out"* || $sout == *"Connection reset"* ]]; then
-		msg "figure: $name: connection ended with an error after $secs s (no hang)"
+	elif [[ $sout == *"carried by rdma"* ]] && ended_with_error; then
+		msg "figure: $name: connection ended with an error ($why) after $secs s (no hang)"
 		tap_result ok "$name"
 	else
 		msg "$name: neither completed nor failed cleanly (exit $src)"
+		fail_diag
 		tap_result fail "$name"
 	fi
 	# rxe's port must be back for what follows.
@@ -244,15 +283,15 @@ peer_crash()
 	done
 	if kill -0 "$spid" 2>/dev/null; then
 		msg "peer_crash: send still blocked $crash_bound s after B powered off"
+		diag
 		left=1
 		stream_stop
 	fi
 	stream_wait
 	msg "peer_crash: A's stream ended $((SECONDS - t)) s after the crash (exit $src)"
-	if [ "$left" = 0 ] && [ "$qp" = 0 ] && [ "$src" != 0 ] &&
-	   [[ $sout == *"carried by rdma"* ]] && [[ $sout == *"Connection timed out"* ||
-						 $sout == *"Connection reset"* ]]; then
-		msg "figure: peer_crash: A's send failed $((SECONDS - t)) s after B powered off"
+	if [ "$left" = 0 ] && [ "$qp" = 0 ] && [[ $sout == *"carried by rdma"* ]] &&
+	   ended_with_error; then
+		msg "figure: peer_crash: A's send failed ($why) $((SECONDS - t)) s after B powered off"
 		tap_result ok peer_crash_send_fails
 	else
 		tap_result fail peer_crash_send_fails
@@ -305,7 +344,7 @@ role_a()
 	fi
 
 	xfer clean_wire "$size"
-	xfer clean_wire_ipv6 1M "$AFRDMA_PEER6"
+	xfer clean_wire_ipv6 1M "$AFRDMA_PEER6" $((data_port + 1))
 
 	netem_skip=
 	if ! modprobe sch_netem 2>/dev/null; then
