@@ -154,6 +154,27 @@ stream_stop()
 	pkill -KILL -P "$spid" 2>/dev/null
 }
 
+# stream_bound SECONDS WHAT: stream_wait, but stop a stream still running
+# SECONDS from now, after saving its RC QP line in $rcqp (which stays empty
+# when the stream ended in time) and showing both sides' state.
+stream_bound()
+{
+	local t=$SECONDS
+
+	rcqp=
+	while kill -0 "$spid" 2>/dev/null && ((SECONDS - t < $1)); do
+		sleep 0.5
+	done
+	if kill -0 "$spid" 2>/dev/null; then
+		msg "$2: stream still blocked $1 s later"
+		rcqp=$(rdma resource show qp 2>/dev/null | grep 'type RC')
+		[ -n "$rcqp" ] || rcqp="no RC QP"
+		fail_diag
+		stream_stop
+	fi
+	stream_wait
+}
+
 # stream_wait: wait for the stream started last; sets $src (its exit
 # status), $secs and $sout.
 stream_wait()
@@ -234,7 +255,7 @@ netem_xfer()
 # still be running when the link goes down.
 outage()
 {
-	local name=link_outage_5s qp=0 t rcqp=
+	local name=link_outage_5s qp=0
 
 	stream_start 64M
 	stream_up || qp=1
@@ -245,17 +266,7 @@ outage()
 	sleep 5
 	ip link set dev "$nic" up
 	msg "$name: $nic up at $((SECONDS - st0)) s"
-	t=$SECONDS
-	while kill -0 "$spid" 2>/dev/null && ((SECONDS - t < outage_bound)); do
-		sleep 0.5
-	done
-	if kill -0 "$spid" 2>/dev/null; then
-		msg "$name: stream still blocked $outage_bound s after the link came back"
-		rcqp=$(rdma resource show qp 2>/dev/null | grep 'type RC')
-		fail_diag
-		stream_stop
-	fi
-	stream_wait
+	stream_bound "$outage_bound" "$name"
 	if [ "$qp" != 0 ]; then
 		tap_result fail "$name"
 	elif [[ $rcqp == *"state RTS"* ]]; then
@@ -287,7 +298,7 @@ outage()
 # at their baseline.
 peer_crash()
 {
-	local left=0 qp=0 t rcqp=
+	local left=0 qp=0 t
 
 	stream_start 1G
 	stream_up || qp=1
@@ -297,17 +308,8 @@ peer_crash()
 		msg "peer_crash: B's control port did not answer"
 	fi
 	t=$SECONDS
-	while kill -0 "$spid" 2>/dev/null && ((SECONDS - t < crash_bound)); do
-		sleep 0.5
-	done
-	if kill -0 "$spid" 2>/dev/null; then
-		msg "peer_crash: send still blocked $crash_bound s after B powered off"
-		diag
-		rcqp=$(rdma resource show qp 2>/dev/null | grep 'type RC')
-		left=1
-		stream_stop
-	fi
-	stream_wait
+	stream_bound "$crash_bound" "peer_crash (B powered off)"
+	[ -n "$rcqp" ] && left=1
 	msg "peer_crash: A's stream ended $((SECONDS - t)) s after the crash (exit $src)"
 	if [ "$left" = 0 ] && [ "$qp" = 0 ] && [[ $sout == *"carried by rdma"* ]] &&
 	   ended_with_error; then
