@@ -4,7 +4,8 @@
 #
 #   make [KDIR=...] [W=1] [C=2]   module (net/afrdma/afrdma.ko) and tools
 #   make check                    build for every installed kernel, test in a VM
-#   make stress                   the long versions of the load and churn tests
+#   make stress                   the whole check at full size: 10,000 churn cycles,
+#                                 1024 connections, 64 MiB wire streams
 #   make demo                     echo and transfer over AF_RDMA beside TCP
 #   make install [DESTDIR=] [PREFIX=/usr/local]
 #                                 module (updates/), tools, uapi header, man pages
@@ -90,10 +91,10 @@ selftests:
 check:
 	@./tools/testing/check $(CHECK_KRELS)
 
-# The whole check, with the load and churn tests at full size.
+# The whole check, with the load, churn and wire tests at full size.
 stress:
 	@CHECK_ENV="AFRDMA_STRESS=1 AFRDMA_CHURN=10000 AFRDMA_CONNS=1024" \
-		CHECK_TIMEOUT=14400 ./tools/testing/check $(CHECK_KRELS)
+		CHECK_TIMEOUT=14400 WIRE_SIZE=64M ./tools/testing/check $(CHECK_KRELS)
 
 demo:
 	@./tools/testing/demo

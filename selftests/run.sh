@@ -20,7 +20,7 @@ summary()
 # Runs one TAP-emitting test program and adds up its "# Totals" line.
 run()
 {
-	local name=$1 log totals p f s rc
+	local name=$1 log totals p f s x rc
 	shift
 
 	echo "# ===== $name"
@@ -37,7 +37,9 @@ run()
 	p=$(grep -o ' pass:[0-9]*' <<< "$totals" | tr -dc '0-9')
 	f=$(grep -o ' fail:[0-9]*' <<< "$totals" | tr -dc '0-9')
 	s=$(grep -o ' skip:[0-9]*' <<< "$totals" | tr -dc '0-9')
-	pass=$((pass + p)) fail=$((fail + f)) skip=$((skip + s))
+	# A known gap found again (TODO) is reported as skipped.
+	x=$(grep -o ' xfail:[0-9]*' <<< "$totals" | tr -dc '0-9')
+	pass=$((pass + p)) fail=$((fail + f)) skip=$((skip + s + ${x:-0}))
 	if [ "$rc" != 0 ] && [ "$f" = 0 ]; then
 		echo "not ok - $name exited $rc with no failed test"
 		fail=$((fail + 1))

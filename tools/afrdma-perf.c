@@ -6,7 +6,7 @@
  *
  *   afrdma-perf server [-t T] [-a ADDR] [-p PORT] [-1]
  *   afrdma-perf client [-t T] -a ADDR -p PORT [-m MODE] [-s SIZE] [-n BYTES]
- *                      [-i ITERS] [-P STREAMS] [-j]
+ *                      [-i ITERS] [-P STREAMS] [-j] [-v]
  */
 #include <getopt.h>
 #include <inttypes.h>
@@ -49,6 +49,7 @@ struct perf_opts {
 	int			streams;
 	bool			once;
 	bool			json;
+	bool			verbose;
 };
 
 struct perf_result {
@@ -311,6 +312,23 @@ static int client_echo(int fd, const struct perf_opts *o, struct perf_result *r,
 	return err;
 }
 
+/*
+ * -v: say what carries a connected socket, so a test can tell RDMA from
+ * the TCP fallback (AFRDMA_TRANSPORT; a plain TCP socket has no SOL_RDMA).
+ */
+static void print_carrier(int fd)
+{
+	int t = -1;
+	socklen_t len = sizeof(t);
+
+	if (getsockopt(fd, SOL_RDMA, AFRDMA_TRANSPORT, &t, &len))
+		t = -1;
+	printf("carried by %s\n", t == AFRDMA_TRANSPORT_RDMA ? "rdma" :
+	       t == AFRDMA_TRANSPORT_TCP ? "tcp-fallback" :
+	       t == AFRDMA_TRANSPORT_NONE ? "nothing" : "plain-tcp");
+	fflush(stdout);
+}
+
 struct client_arg {
 	const struct perf_opts	*o;
 	struct perf_result	r;
@@ -331,6 +349,8 @@ static void *client_thread(void *p)
 		a->r.what = "connect";
 		return NULL;
 	}
+	if (o->verbose)
+		print_carrier(fd);
 	a->r.err = write_full(fd, &req, sizeof(req));
 	if (a->r.err) {
 		a->r.err = -a->r.err;
@@ -444,7 +464,7 @@ static void usage(FILE *f)
 	fprintf(f,
 		"Usage: afrdma-perf server [-t T] [-a ADDR] [-p PORT] [-1]\n"
 		"       afrdma-perf client [-t T] -a ADDR -p PORT [-m MODE] [-s SIZE]\n"
-		"                          [-n BYTES] [-i ITERS] [-P STREAMS] [-j]\n"
+		"                          [-n BYTES] [-i ITERS] [-P STREAMS] [-j] [-v]\n"
 		"\n"
 		"  -t T        transport: af_rdma (default), ipproto_rdma or tcp\n"
 		"  -a ADDR     numeric IPv4 or IPv6 address (server default 0.0.0.0)\n"
@@ -455,7 +475,9 @@ static void usage(FILE *f)
 		"  -n BYTES    stream: bytes per stream (default 64M)\n"
 		"  -i ITERS    echo and pingpong: round trips (default 1000)\n"
 		"  -P STREAMS  parallel connections, one thread each (default 1)\n"
-		"  -j          one JSON object instead of a line of text\n");
+		"  -j          one JSON object instead of a line of text\n"
+		"  -v          client: print what carries each connection once it is\n"
+		"              up (\"carried by rdma\", \"tcp-fallback\" or \"plain-tcp\")\n");
 }
 
 int main(int argc, char **argv)
@@ -478,7 +500,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	optind = 2;
-	while ((c = getopt(argc, argv, "t:a:p:1m:s:n:i:P:jh")) != -1) {
+	while ((c = getopt(argc, argv, "t:a:p:1m:s:n:i:P:jvh")) != -1) {
 		switch (c) {
 		case 't':
 			if (afrdma_parse_transport(optarg, &o.transport)) {
@@ -506,6 +528,7 @@ int main(int argc, char **argv)
 		case 'i': o.iters = strtoul(optarg, NULL, 0); break;
 		case 'P': o.streams = atoi(optarg); break;
 		case 'j': o.json = true; break;
+		case 'v': o.verbose = true; break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
 		}

@@ -3,8 +3,9 @@
 #
 # Guest side of tools/testing/vm-run: runs as PID 1 after the initramfs
 # has switch_root'ed into the host's / (read-only over 9p).  It makes the
-# few writable places a test needs, sets up soft-RoCE (rxe0 on a veth),
-# runs the command vm-run asked for, reports its exit status and the
+# few writable places a test needs, sets up soft-RoCE (rxe0 on a veth, or
+# with vm-run --pair on the NIC wired to the other guest), runs the command
+# vm-run asked for, reports its exit status and the
 # kernel log through the writable share and powers the guest off.
 #
 # Not meant to be run by hand.
@@ -74,8 +75,6 @@ setup_mounts()
 
 setup_rxe()
 {
-	local i state
-
 	ip -batch - <<-EOF || return 1
 	link set lo up
 	link add va type veth peer name vb
@@ -86,10 +85,18 @@ setup_rxe()
 	link set va up
 	link set vb up
 	EOF
+	add_rxe va
+}
+
+# rxe0 on NETDEV, waiting until its port is ACTIVE.
+add_rxe()
+{
+	local dev=$1 i state
+
 	# Seen once on 6.12 under TCG: rxe_newlink failed with ENOENT on the
 	# first try.  A second try is cheap; a real failure still fails.
 	for ((i = 0; i < 3; i++)); do
-		rdma link add rxe0 type rxe netdev va && break
+		rdma link add rxe0 type rxe netdev "$dev" && break
 		sleep 1
 	done
 	[ "$i" -lt 3 ] || return 1
@@ -104,19 +111,56 @@ setup_rxe()
 	return 1
 }
 
+# vm-run --pair: the one virtio NIC is the wire to the other guest.  MTU
+# 9000 makes rxe's active_mtu 4096, as on the veth.  IPv6 addresses are
+# kept across a link down, so a test that takes the link down and up again
+# finds its address still there.
+setup_wire()
+{
+	local d
+
+	# Nothing loads drivers by itself here (no udev).
+	modprobe virtio_net || return 1
+	AFRDMA_NIC=
+	for d in /sys/class/net/*; do
+		[ -e "$d/device" ] && { AFRDMA_NIC=${d##*/}; break; }
+	done
+	[ -n "$AFRDMA_NIC" ] || { msg "no NIC for the wire"; return 1; }
+	export AFRDMA_NIC
+	echo 1 > /proc/sys/net/ipv6/conf/all/keep_addr_on_down
+	echo 1 > /proc/sys/net/ipv6/conf/default/keep_addr_on_down
+	ip -batch - <<-EOF || return 1
+	link set lo up
+	link set $AFRDMA_NIC mtu 9000
+	addr add $AFRDMA_SELF/24 dev $AFRDMA_NIC
+	addr add $AFRDMA_SELF6/64 dev $AFRDMA_NIC nodad
+	link set $AFRDMA_NIC up
+	EOF
+	add_rxe "$AFRDMA_NIC"
+}
+
 [ -r "$CTL_DIR/env.sh" ] || { msg "no $CTL_DIR/env.sh"; finish 1; }
 # Written by vm-run with printf %q: AFRDMA_CMD (array), AFRDMA_CWD,
-# AFRDMA_TIMEOUT.
+# AFRDMA_TIMEOUT; with --pair also AFRDMA_ROLE, AFRDMA_SELF, AFRDMA_PEER,
+# AFRDMA_SELF6 and AFRDMA_PEER6.
+AFRDMA_ROLE=
 # shellcheck source=/dev/null
 . "$CTL_DIR/env.sh"
 
 modprobe -a overlay rdma_rxe rdma_ucm veth || { msg "modprobe failed"; finish 1; }
 setup_mounts || { msg "setting up mounts failed"; finish 1; }
-echo afrdma-vm > /proc/sys/kernel/hostname
-setup_rxe || { msg "soft-RoCE setup failed"; finish 1; }
-
-export AFRDMA_ADDR=10.99.0.1
-export AFRDMA_ADDR6=fd99::1
+if [ -n "$AFRDMA_ROLE" ]; then
+	echo "afrdma-$AFRDMA_ROLE" > /proc/sys/kernel/hostname
+	setup_wire || { msg "wire setup failed"; finish 1; }
+	export AFRDMA_ROLE AFRDMA_SELF AFRDMA_PEER AFRDMA_SELF6 AFRDMA_PEER6
+	export AFRDMA_ADDR=$AFRDMA_SELF
+	export AFRDMA_ADDR6=$AFRDMA_SELF6
+else
+	echo afrdma-vm > /proc/sys/kernel/hostname
+	setup_rxe || { msg "soft-RoCE setup failed"; finish 1; }
+	export AFRDMA_ADDR=10.99.0.1
+	export AFRDMA_ADDR6=fd99::1
+fi
 read -r AFRDMA_KREL < /proc/sys/kernel/osrelease
 export AFRDMA_KREL
 export AFRDMA_OUTDIR=$VM_DIR
