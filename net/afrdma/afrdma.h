@@ -185,6 +185,7 @@ struct afrdma_conn {
 	unsigned long		ka_last;	/* jiffies of the last sign of life */
 	unsigned long		ka_probe_sent;
 	bool			ka_on;
+	bool			ka_persist;	/* a sender waits for credits */
 	bool			ka_probing;
 };
 
@@ -358,6 +359,7 @@ int afrdma_zc_recv(struct sock *sk, struct msghdr *msg, size_t len);
 /* keepalive.c */
 void afrdma_ka_init(struct afrdma_conn *conn);
 void afrdma_ka_set(struct afrdma_conn *conn, bool on);
+void afrdma_ka_persist(struct afrdma_conn *conn);
 void afrdma_ka_stop(struct afrdma_conn *conn);
 
 /* rx.c */

@@ -9,7 +9,12 @@
  * (ETIMEDOUT, as TCP) when it stays unanswered for KEEPINTVL x KEEPCNT
  * seconds, or when RC gives up retrying first.
  *
- * Locking: conn->lock guards ka_on, ka_probing, ka_probe_sent and the
+ * The same probe is TCP's persist timer: a sender blocked for credits may
+ * have nothing of its own in flight, so no retransmission would ever tell
+ * it that the peer died.  While it waits, a probe goes out every second,
+ * and RC's retries (afrdma asks for 6) fail it against a dead peer.
+ *
+ * Locking: conn->lock guards ka_on, ka_persist, ka_probing, ka_probe_sent and the
  * probe's place on the send queue; ka_last is written locklessly by
  * completions.  The timer runs in softirq and never takes the socket lock,
  * so teardown may wait for it with the socket locked.
@@ -62,20 +67,29 @@ static int afrdma_ka_probe(struct afrdma_conn *conn)
 static void afrdma_ka_timer(struct timer_list *t)
 {
 	struct afrdma_conn *conn = from_timer(conn, t, ka_timer);
+	unsigned long idle, intvl, u_intvl, now = jiffies, next;
 	struct sock *sk = conn->sk;
-	unsigned long idle, intvl, now = jiffies, next;
 	bool dead = false;
 	int cnt;
 
 	idle = afrdma_ka_opt(sk, TCP_KEEPIDLE) * HZ;
-	intvl = afrdma_ka_opt(sk, TCP_KEEPINTVL) * HZ;
+	u_intvl = afrdma_ka_opt(sk, TCP_KEEPINTVL) * HZ;
+	intvl = u_intvl;
 	cnt = afrdma_ka_opt(sk, TCP_KEEPCNT);
 
 	spin_lock(&conn->lock);
-	if (!conn->ka_on || conn->dead)
+	if (conn->ka_persist && afrdma_tx_writable(conn))
+		conn->ka_persist = false;
+	if ((!conn->ka_on && !conn->ka_persist) || conn->dead)
 		goto out;
+	if (conn->ka_persist) {
+		idle = min_t(unsigned long, idle, HZ);
+		intvl = min_t(unsigned long, intvl, HZ);
+	}
 	if (conn->ka_probing) {
-		dead = time_after_eq(now, conn->ka_probe_sent + cnt * intvl);
+		/* Without SO_KEEPALIVE, RC's own retries decide. */
+		dead = conn->ka_on &&
+		       time_after_eq(now, conn->ka_probe_sent + cnt * u_intvl);
 		next = now + intvl;
 	} else if (time_before(now, READ_ONCE(conn->ka_last) + idle)) {
 		next = READ_ONCE(conn->ka_last) + idle;
@@ -125,11 +139,23 @@ void afrdma_ka_set(struct afrdma_conn *conn, bool on)
 		del_timer(&conn->ka_timer);
 }
 
+/* The owner is about to wait for credits.  The socket is locked. */
+void afrdma_ka_persist(struct afrdma_conn *conn)
+{
+	spin_lock_bh(&conn->lock);
+	if (!conn->dead && conn->qp && !conn->ka_persist) {
+		conn->ka_persist = true;
+		timer_reduce(&conn->ka_timer, jiffies + HZ);
+	}
+	spin_unlock_bh(&conn->lock);
+}
+
 /* Before the QP goes: after this, no probe is posted. */
 void afrdma_ka_stop(struct afrdma_conn *conn)
 {
 	spin_lock_bh(&conn->lock);
 	conn->ka_on = false;
+	conn->ka_persist = false;
 	spin_unlock_bh(&conn->lock);
 	del_timer_sync(&conn->ka_timer);
 }

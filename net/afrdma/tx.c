@@ -415,6 +415,8 @@ int afrdma_sendmsg(struct socket *sock, struct msghdr *msg, size_t len)
 			err = sock_intr_errno(timeo);
 			break;
 		}
+		/* Nothing may be in flight to tell us the peer died. */
+		afrdma_ka_persist(conn);
 		add_wait_queue(sk_sleep(sk), &wait);
 		sk_wait_event(sk, &timeo, afrdma_send_ready(sk, conn), &wait);
 		remove_wait_queue(sk_sleep(sk), &wait);
