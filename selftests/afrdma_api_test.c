@@ -684,6 +684,62 @@ TEST_F(api, peercred_as_tcp)
 	close(tl);
 }
 
+/*
+ * close() with SO_LINGER {1, 0} is an abortive close, as TCP's RST: the
+ * peer's recv fails with ECONNRESET and epoll reports EPOLLERR and
+ * EPOLLHUP.  With {1, 5}, close() delivers the data and a FIN first.
+ */
+TEST_F(api, linger)
+{
+	struct linger lg = { .l_onoff = 1, .l_linger = 0 };
+	struct epoll_event ev = { .events = EPOLLIN | EPOLLRDHUP };
+	static char buf[200000], in[200000];
+	int ep, n;
+
+	ASSERT_EQ(0, api_pair(_metadata, self, variant));
+	ep = epoll_create1(0);
+	ASSERT_LE(0, ep);
+	ASSERT_EQ(0, epoll_ctl(ep, EPOLL_CTL_ADD, self->sfd, &ev));
+	ASSERT_EQ(0, setsockopt(self->cfd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg)));
+	ASSERT_EQ(0, close(self->cfd));
+	self->cfd = -1;
+	ASSERT_EQ(1, epoll_wait(ep, &ev, 1, 10000));
+	ASSERT_NE(0U, ev.events & EPOLLERR) TH_LOG("events %#x", ev.events);
+	ASSERT_NE(0U, ev.events & EPOLLHUP) TH_LOG("events %#x", ev.events);
+	ASSERT_EQ(-1, recv(self->sfd, in, 1, 0));
+	ASSERT_EQ(ECONNRESET, errno);
+	close(ep);
+	close(self->sfd);
+	self->sfd = -1;
+
+	ASSERT_EQ(0, api_pair(_metadata, self, variant));
+	lg.l_linger = 5;
+	ASSERT_EQ(0, setsockopt(self->cfd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg)));
+	fill((unsigned char *)buf, sizeof(buf), 3);
+	ASSERT_EQ((ssize_t)sizeof(buf), send(self->cfd, buf, sizeof(buf), 0));
+	ASSERT_EQ(0, close(self->cfd));
+	self->cfd = -1;
+	n = recv(self->sfd, in, sizeof(in), MSG_WAITALL);
+	ASSERT_EQ((ssize_t)sizeof(in), n);
+	ASSERT_EQ(0, memcmp(in, buf, sizeof(in)));
+	ASSERT_EQ(0, recv(self->sfd, in, 1, 0));
+}
+
+/* SO_RCVLOWAT: poll and a blocking recv wait for that many bytes. */
+TEST_F(api, rcvlowat)
+{
+	int lowat = 100;
+	char in[200];
+
+	ASSERT_EQ(0, api_pair(_metadata, self, variant));
+	ASSERT_EQ(0, setsockopt(self->sfd, SOL_SOCKET, SO_RCVLOWAT, &lowat, sizeof(lowat)));
+	ASSERT_EQ(50, send(self->cfd, in, 50, 0));
+	ASSERT_EQ(0, wait_for(self->sfd, POLLIN, 300) & POLLIN);
+	ASSERT_EQ(60, send(self->cfd, in, 60, 0));
+	ASSERT_NE(0, wait_for(self->sfd, POLLIN, 10000) & POLLIN);
+	ASSERT_EQ(110, recv(self->sfd, in, sizeof(in), 0));
+}
+
 /* Ports below 1024 need CAP_NET_BIND_SERVICE, as for TCP. */
 TEST_F(api, privileged_port)
 {

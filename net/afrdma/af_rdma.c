@@ -725,8 +725,12 @@ static int afrdma_release(struct socket *sock)
 	if (sk->sk_state == TCP_LISTEN) {
 		id = afrdma_listen_stop(sk, &children);
 	} else if (sk->sk_state == TCP_ESTABLISHED && conn && !conn->dead) {
-		/* Unread data makes close a reset, as in TCP. */
-		if (!READ_ONCE(conn->rx_bytes))
+		/*
+		 * Unread data, or SO_LINGER with a zero time, makes close a
+		 * reset, as in TCP.
+		 */
+		if (!READ_ONCE(conn->rx_bytes) &&
+		    !(sock_flag(sk, SOCK_LINGER) && !sk->sk_lingertime))
 			afrdma_close_graceful(sk, conn);
 		if (ars->cm_id)
 			rdma_disconnect(ars->cm_id);
