@@ -6,6 +6,8 @@
 #   make check                    build for every installed kernel, test in a VM
 #   make stress                   the long versions of the load and churn tests
 #   make demo                     echo and transfer over AF_RDMA beside TCP
+#   make bench [KREL=...]         afrdma vs raw verbs, TCP and rsockets in a VM:
+#                                 table, build/bench/bench.{json,md,png}
 #   make install [DESTDIR=] [PREFIX=/usr/local]
 #                                 module (updates/), tools, uapi header, man pages
 #   make uninstall
@@ -86,6 +88,10 @@ stress:
 
 demo:
 	@./tools/testing/demo
+
+# The newest installed kernel unless KREL is given on the command line.
+bench:
+	@./tools/testing/bench $(if $(filter command line,$(origin KREL)),-k $(KREL))
 
 install: install-module install-user
 
