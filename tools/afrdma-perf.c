@@ -251,8 +251,9 @@ static int client_stream(int fd, const struct perf_opts *o,
 	while (left) {
 		size_t chunk = left < o->size ? left : o->size;
 
-		/* the clock every 64 sends: cheap enough for 64 B ones */
-		if (o->duration && !(++n & 63) && now_sec() - t0 >= o->duration)
+		/* the clock every 64 small sends, every large one */
+		if (o->duration && (!(++n & 63) || o->size >= 4096) &&
+		    now_sec() - t0 >= o->duration)
 			break;
 
 		err = write_full(fd, pattern + off, chunk);
