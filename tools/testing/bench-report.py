@@ -484,7 +484,7 @@ def plot(recs, env, path):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, (ax, bx) = plt.subplots(1, 2, figsize=(14, 6),
+    fig, (ax, bx) = plt.subplots(1, 2, figsize=(15, 6.5), constrained_layout=True,
                                  gridspec_kw={"width_ratios": [3, 2]})
     for tool, tr, p in row_keys(recs, "bw"):
         if p != 1 or tool == "sockperf":
@@ -512,7 +512,7 @@ def plot(recs, env, path):
     ax.set_ylabel("Mbit/s (log)")
     ax.set_title("Bandwidth, one stream")
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=8, loc="upper left")
 
     lat = [r for r in recs if r["test"] == "lat"]
     names = [label(r) for r in lat]
@@ -523,7 +523,8 @@ def plot(recs, env, path):
     bx.barh([i - 0.2 for i in y], p99, 0.4, label="p99")
     for i, r in enumerate(lat):
         if r["status"] != "ok":
-            bx.text(0, i, "  FAILED", va="center", color="red")
+            bx.text(0.02, i, "FAILED: " + r["error"][:40], va="center",
+                    color="red", fontsize=7, transform=bx.get_yaxis_transform())
     bx.set_yticks(list(y))
     bx.set_yticklabels(names, fontsize=8)
     bx.invert_yaxis()
@@ -531,11 +532,10 @@ def plot(recs, env, path):
     bx.set_xlabel("one-way latency, us (log)")
     bx.set_title("64 B ping-pong latency")
     bx.grid(True, axis="x", which="both", alpha=0.3)
-    bx.legend(fontsize=8)
+    bx.legend(fontsize=8, loc="lower right")
     fig.suptitle("afrdma bench, %s, kernel %s, %s (active_mtu %s)" % (
         env.get("date", "?"), env.get("kernel", "?"), TITLE_ENV,
         env.get("active_mtu", "?")))
-    fig.tight_layout()
     fig.savefig(path, dpi=100)
 
 
