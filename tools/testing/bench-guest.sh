@@ -335,6 +335,9 @@ if [ "$mode" != smoke ] && command -v "$perfbin" > /dev/null; then
 		echo "== by task"
 		"$perfbin" report -i /tmp/perf.data --stdio --no-children \
 			--sort comm -g none --percent-limit 1 2>/dev/null | grep -v '^$'
+		echo "== with callees (children), by symbol"
+		"$perfbin" report -i /tmp/perf.data --stdio --children \
+			--sort sym -g none --percent-limit 3 2>/dev/null | grep -v '^$'
 		echo "== by module"
 		"$perfbin" report -i /tmp/perf.data --stdio --no-children \
 			--sort dso -g none --percent-limit 1 2>/dev/null | grep -v '^$'
