@@ -7,6 +7,8 @@
 #   make stress                   the whole check at full size: 10,000 churn cycles,
 #                                 1024 connections, 64 MiB wire streams
 #   make demo                     echo and transfer over AF_RDMA beside TCP
+#   make bench [KREL=...]         afrdma vs raw verbs, TCP and rsockets in a VM:
+#                                 table, build/bench/bench.{json,md,png}
 #   make install [DESTDIR=] [PREFIX=/usr/local]
 #                                 module (updates/), tools, uapi header, man pages
 #   make uninstall
@@ -98,6 +100,10 @@ stress:
 
 demo:
 	@./tools/testing/demo
+
+# The newest installed kernel unless KREL is given on the command line.
+bench:
+	@./tools/testing/bench $(if $(filter command line,$(origin KREL)),-k $(KREL))
 
 install: install-module install-user
 

@@ -6,7 +6,10 @@
  *
  *   afrdma-perf server [-t T] [-a ADDR] [-p PORT] [-1]
  *   afrdma-perf client [-t T] -a ADDR -p PORT [-m MODE] [-s SIZE] [-n BYTES]
- *                      [-i ITERS] [-P STREAMS] [-j] [-v]
+ *                      [-i ITERS] [-d SECS] [-P STREAMS] [-j] [-v]
+ *
+ * Modes connect and hold serve make bench: the connection setup rate, and
+ * idle connections held open while memory is read from outside.
  */
 #include <getopt.h>
 #include <inttypes.h>
@@ -22,7 +25,7 @@
 #define PERF_MAGIC	0x41525046u	/* "ARPF" */
 #define PATTERN_LEN	(1024 * 1024 + 61)	/* odd: the pattern drifts */
 
-enum perf_mode { MODE_STREAM = 1, MODE_ECHO, MODE_PINGPONG };
+enum perf_mode { MODE_STREAM = 1, MODE_ECHO, MODE_PINGPONG, MODE_CONNECT, MODE_HOLD };
 
 /* The client's request, first on every connection (host byte order). */
 struct perf_req {
@@ -46,6 +49,7 @@ struct perf_opts {
 	size_t			size;
 	unsigned long long	bytes;
 	unsigned long		iters;
+	double			duration;	/* seconds, 0: by -n or -i */
 	int			streams;
 	bool			once;
 	bool			json;
@@ -56,6 +60,7 @@ struct perf_result {
 	int			err;		/* 0 or an errno */
 	const char		*what;
 	unsigned long long	bytes;
+	unsigned long		conns;		/* connect mode */
 	double			secs;
 	double			*lat;		/* one-way microseconds */
 	unsigned long		nlat;
@@ -82,15 +87,18 @@ static void make_pattern(void)
 		perror("malloc");
 		exit(1);
 	}
-	/* splitmix64, extended so any offset has SIZE bytes after it */
-	for (i = 0; i < PATTERN_LEN + 16 * 1024 * 1024; i++) {
-		if (!(i & 7)) {
-			x += 0x9e3779b97f4a7c15ULL;
-			x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-			x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-			x ^= x >> 31;
-		}
-		pattern[i] = x >> ((i & 7) * 8);
+	/*
+	 * splitmix64, extended so any offset has SIZE bytes after it.  A word
+	 * at a time: byte by byte this took about a second under QEMU TCG,
+	 * which skewed short benchmark runs.  Only the client reads it, so
+	 * the host's byte order does not matter.
+	 */
+	for (i = 0; i < PATTERN_LEN + 16 * 1024 * 1024; i += 8) {
+		x += 0x9e3779b97f4a7c15ULL;
+		x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+		x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+		x ^= x >> 31;
+		memcpy(pattern + i, &x, 8);
 	}
 }
 
@@ -176,6 +184,13 @@ static void *serve_conn(void *arg)
 			if (write_full(fd, buf, req.size))
 				break;
 		break;
+	case MODE_CONNECT:	/* closing is the answer */
+		break;
+	case MODE_HOLD:		/* idle until the client goes */
+		do
+			n = recv(fd, buf, req.size, 0);
+		while (n > 0 || (n < 0 && errno == EINTR));
+		break;
 	}
 out:
 	free(buf);
@@ -226,15 +241,21 @@ static int client_stream(int fd, const struct perf_opts *o,
 			 struct perf_result *r)
 {
 	struct afrdma_csum csum = {};
-	unsigned long long left = o->bytes;
+	unsigned long long left = o->duration ? ~0ULL : o->bytes;
 	struct perf_reply reply;
 	size_t off = 0;
+	unsigned int n = 0;
 	double t0;
 	int err;
 
 	t0 = now_sec();
 	while (left) {
 		size_t chunk = left < o->size ? left : o->size;
+
+		/* the clock every 64 small sends, every large one */
+		if (o->duration && (!(++n & 63) || o->size >= 4096) &&
+		    now_sec() - t0 >= o->duration)
+			break;
 
 		err = write_full(fd, pattern + off, chunk);
 		if (err) {
@@ -305,6 +326,8 @@ static int client_echo(int fd, const struct perf_opts *o, struct perf_result *r,
 		r->lat[r->nlat++] = (now_sec() - t) * 1e6 / 2;
 		r->bytes += o->size;
 		off = (off + o->size) % PATTERN_LEN;
+		if (o->duration && now_sec() - t0 >= o->duration)
+			break;
 	}
 	r->secs = now_sec() - t0;
 	r->csum_ok = !err;
@@ -327,6 +350,86 @@ static void print_carrier(int fd)
 	       t == AFRDMA_TRANSPORT_TCP ? "tcp-fallback" :
 	       t == AFRDMA_TRANSPORT_NONE ? "nothing" : "plain-tcp");
 	fflush(stdout);
+}
+
+/*
+ * Connections per second: connect, ask for nothing, and wait for the
+ * server's close, so each counts a full setup and teardown (as netperf's
+ * TCP_CRR does, without the data).
+ */
+static int client_connect(const struct perf_opts *o, struct perf_result *r)
+{
+	struct perf_req req = {
+		.magic = PERF_MAGIC, .mode = MODE_CONNECT, .size = 1,
+	};
+	double t0 = now_sec();
+	char c;
+	int fd, err;
+
+	while (r->conns < o->iters &&
+	       (!o->duration || now_sec() - t0 < o->duration)) {
+		fd = afrdma_connect_to(o->transport, o->addr, o->port);
+		if (fd < 0) {
+			r->what = "connect";
+			return errno;
+		}
+		err = write_full(fd, &req, sizeof(req));
+		if (!err && recv(fd, &c, 1, 0) < 0)
+			err = -errno;
+		close(fd);
+		if (err) {
+			r->what = "connect exchange";
+			return -err;
+		}
+		r->conns++;
+	}
+	r->secs = now_sec() - t0;
+	r->csum_ok = true;
+	return 0;
+}
+
+/*
+ * Open ITERS idle connections, say so on stdout, keep them for -d seconds
+ * (until killed without -d), then close them: the caller reads the
+ * memory they cost meanwhile.
+ */
+static int client_hold(const struct perf_opts *o)
+{
+	struct perf_req req = {
+		.magic = PERF_MAGIC, .mode = MODE_HOLD, .size = 64,
+	};
+	int *fds = calloc(o->iters, sizeof(*fds));
+	unsigned long i, n = 0;
+	int err = 0;
+
+	if (!fds)
+		return 1;
+	for (i = 0; i < o->iters; i++) {
+		fds[n] = afrdma_connect_to(o->transport, o->addr, o->port);
+		if (fds[n] < 0 || write_full(fds[n], &req, sizeof(req))) {
+			err = errno;
+			if (fds[n] >= 0)
+				close(fds[n]);
+			break;
+		}
+		n++;
+	}
+	if (err)
+		fprintf(stderr, "afrdma-perf: hold: connection %lu: %s\n", n + 1,
+			strerror(err));
+	else
+		printf("holding %lu connections\n", n);
+	fflush(stdout);
+	if (!err) {
+		if (o->duration)
+			usleep(o->duration * 1e6);
+		else
+			pause();
+	}
+	for (i = 0; i < n; i++)
+		close(fds[i]);
+	free(fds);
+	return err ? 1 : 0;
 }
 
 struct client_arg {
@@ -357,10 +460,15 @@ static void *client_thread(void *p)
 		a->r.what = "send";
 	} else if (o->mode == MODE_STREAM) {
 		a->r.err = client_stream(fd, o, &a->r);
+	} else if (o->mode == MODE_CONNECT) {
+		close(fd);
+		fd = -1;
+		a->r.err = client_connect(o, &a->r);
 	} else {
 		a->r.err = client_echo(fd, o, &a->r, o->mode == MODE_PINGPONG);
 	}
-	close(fd);
+	if (fd >= 0)
+		close(fd);
 	return NULL;
 }
 
@@ -373,14 +481,20 @@ static int cmp_double(const void *a, const void *b)
 
 static const char *mode_name(enum perf_mode m)
 {
-	return m == MODE_STREAM ? "stream" : m == MODE_ECHO ? "echo" : "pingpong";
+	static const char *const names[] = {
+		[MODE_STREAM] = "stream", [MODE_ECHO] = "echo",
+		[MODE_PINGPONG] = "pingpong", [MODE_CONNECT] = "connect",
+		[MODE_HOLD] = "hold",
+	};
+
+	return names[m];
 }
 
 static int run_client(const struct perf_opts *o)
 {
 	struct client_arg *args = calloc(o->streams, sizeof(*args));
 	pthread_t *threads = calloc(o->streams, sizeof(*threads));
-	unsigned long long bytes = 0;
+	unsigned long long bytes = 0, conns = 0;
 	double secs = 0, *lat = NULL, p50 = 0, p99 = 0;
 	unsigned long nlat = 0;
 	int i, failed = 0;
@@ -405,6 +519,7 @@ static int run_client(const struct perf_opts *o)
 			continue;
 		}
 		bytes += r->bytes;
+		conns += r->conns;
 		if (r->secs > secs)
 			secs = r->secs;
 		lat = realloc(lat, (nlat + r->nlat) * sizeof(*lat));
@@ -422,10 +537,12 @@ static int run_client(const struct perf_opts *o)
 	if (o->json) {
 		printf("{\"transport\":\"%s\",\"mode\":\"%s\",\"size\":%zu,\"streams\":%d,"
 		       "\"bytes\":%llu,\"seconds\":%.6f,\"mbps\":%.3f,\"msgs_per_sec\":%.1f,"
-		       "\"lat_p50_us\":%.3f,\"lat_p99_us\":%.3f,\"failed\":%d}\n",
+		       "\"lat_p50_us\":%.3f,\"lat_p99_us\":%.3f,\"conns_per_sec\":%.1f,"
+		       "\"failed\":%d}\n",
 		       afrdma_transport_name(o->transport), mode_name(o->mode), o->size,
 		       o->streams, bytes, secs, secs ? bytes * 8 / secs / 1e6 : 0,
-		       secs ? bytes / (double)o->size / secs : 0, p50, p99, failed);
+		       secs ? bytes / (double)o->size / secs : 0, p50, p99,
+		       secs ? conns / secs : 0, failed);
 	} else {
 		printf("%s %s size=%zu streams=%d: %llu bytes in %.3f s, %.1f Mbit/s, %.0f msg/s",
 		       afrdma_transport_name(o->transport), mode_name(o->mode), o->size,
@@ -433,6 +550,9 @@ static int run_client(const struct perf_opts *o)
 		       secs ? bytes / (double)o->size / secs : 0);
 		if (nlat)
 			printf(", one-way p50 %.1f us p99 %.1f us", p50, p99);
+		if (o->mode == MODE_CONNECT)
+			printf(", %llu connections, %.1f conn/s", conns,
+			       secs ? conns / secs : 0);
 		printf("%s\n", o->mode == MODE_STREAM && !failed ?
 		       ", checksums match" : "");
 	}
@@ -464,16 +584,20 @@ static void usage(FILE *f)
 	fprintf(f,
 		"Usage: afrdma-perf server [-t T] [-a ADDR] [-p PORT] [-1]\n"
 		"       afrdma-perf client [-t T] -a ADDR -p PORT [-m MODE] [-s SIZE]\n"
-		"                          [-n BYTES] [-i ITERS] [-P STREAMS] [-j] [-v]\n"
+		"                          [-n BYTES] [-i ITERS] [-d SECS] [-P STREAMS] [-j] [-v]\n"
 		"\n"
 		"  -t T        transport: af_rdma (default), ipproto_rdma or tcp\n"
 		"  -a ADDR     numeric IPv4 or IPv6 address (server default 0.0.0.0)\n"
 		"  -p PORT     port (server default 0: any, printed)\n"
 		"  -1          server: serve one connection, then exit\n"
-		"  -m MODE     stream (default; checksummed), echo or pingpong\n"
+		"  -m MODE     stream (default; checksummed), echo, pingpong, connect\n"
+		"              (setups per second) or hold (-i idle connections)\n"
 		"  -s SIZE     bytes per send (default 64K; k, M, G suffixes)\n"
 		"  -n BYTES    stream: bytes per stream (default 64M)\n"
-		"  -i ITERS    echo and pingpong: round trips (default 1000)\n"
+		"  -i ITERS    echo and pingpong: round trips (default 1000); connect:\n"
+		"              connections per stream; hold: connections\n"
+		"  -d SECS     stream, echo, pingpong, connect: stop after SECS (as\n"
+		"              well as -i); hold: keep them SECS (default: until killed)\n"
 		"  -P STREAMS  parallel connections, one thread each (default 1)\n"
 		"  -j          one JSON object instead of a line of text\n"
 		"  -v          client: print what carries each connection once it is\n"
@@ -500,7 +624,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	optind = 2;
-	while ((c = getopt(argc, argv, "t:a:p:1m:s:n:i:P:jvh")) != -1) {
+	while ((c = getopt(argc, argv, "t:a:p:1m:s:n:i:d:P:jvh")) != -1) {
 		switch (c) {
 		case 't':
 			if (afrdma_parse_transport(optarg, &o.transport)) {
@@ -518,6 +642,10 @@ int main(int argc, char **argv)
 				o.mode = MODE_ECHO;
 			else if (!strcmp(optarg, "pingpong"))
 				o.mode = MODE_PINGPONG;
+			else if (!strcmp(optarg, "connect"))
+				o.mode = MODE_CONNECT;
+			else if (!strcmp(optarg, "hold"))
+				o.mode = MODE_HOLD;
 			else {
 				fprintf(stderr, "afrdma-perf: bad mode '%s'\n", optarg);
 				return 2;
@@ -526,6 +654,7 @@ int main(int argc, char **argv)
 		case 's': o.size = parse_size(optarg); break;
 		case 'n': o.bytes = parse_size(optarg); break;
 		case 'i': o.iters = strtoul(optarg, NULL, 0); break;
+		case 'd': o.duration = atof(optarg); break;
 		case 'P': o.streams = atoi(optarg); break;
 		case 'j': o.json = true; break;
 		case 'v': o.verbose = true; break;
@@ -547,6 +676,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "afrdma-perf: client needs -a ADDR and -p PORT\n");
 		return 2;
 	}
+	if (o.mode == MODE_HOLD)
+		return client_hold(&o);
 	make_pattern();
 	return run_client(&o);
 }

@@ -10,6 +10,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -106,14 +107,28 @@ static inline unsigned short afrdma_addr_port(const struct sockaddr_storage *ss)
 /* A stream socket on @t for addresses of family @af (AF_INET or AF_INET6). */
 static inline int afrdma_socket(enum afrdma_transport t, int af, int flags)
 {
+	int fd;
+
 	switch (t) {
 	case AFRDMA_T_FAMILY:
 		return socket(afrdma_family_nr(), SOCK_STREAM | flags, 0);
 	case AFRDMA_T_IPPROTO:
 		return socket(af, SOCK_STREAM | flags, afrdma_ipproto_nr());
 	default:
-		return socket(af, SOCK_STREAM | flags, 0);
+		break;
 	}
+	/*
+	 * Plain TCP: the flags by fcntl, as rsockets' preload (librspreload,
+	 * which make bench runs afrdma-perf under) takes only a socket asked
+	 * for as exactly SOCK_STREAM.  Not atomic, which these tools do not
+	 * need; fcntl can fail on an rsocket, which is harmless here.
+	 */
+	fd = socket(af, SOCK_STREAM, 0);
+	if (fd >= 0 && (flags & SOCK_CLOEXEC))
+		fcntl(fd, F_SETFD, FD_CLOEXEC);
+	if (fd >= 0 && (flags & SOCK_NONBLOCK))
+		fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+	return fd;
 }
 
 /* Bound to @host port @port (0: any), listening; returns the fd or -1. */

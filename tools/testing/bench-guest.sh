@@ -1,0 +1,351 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Guest side of "make bench" (tools/testing/bench): runs every case of the
+# benchmark in one boot, so that ratios between transports hold on a noisy
+# host.  It only runs the tools and keeps what they printed; the host
+# parses it (tools/testing/bench-report.py), so this script needs no JSON.
+#
+# Output in $AFRDMA_OUTDIR:
+#   cases.tsv   one line a case: id tool transport test size streams rc
+#               idle0 idle1 idle2 idle3 wall0 wall1 wall2 wall3 alive extra
+#               (idle jiffies of all CPUs and $EPOCHREALTIME, taken before
+#               the client starts, at LEAD, at LEAD+WIN, after it ended;
+#               alive: the client still ran at the third snapshot)
+#   raw/ID.out  the client's stdout and stderr; raw/ID.srv the server's
+#   env.txt     kernel, active_mtu, CPUs, mode
+#   profile.txt perf report of one afrdma stream (full mode only)
+#
+# BENCH_MODE=smoke (for make check) runs a few tiny cases; anything else the
+# whole matrix.  Run from the repository root inside vm-run.
+set -u
+cd "$(dirname "$0")/../.." || exit 1
+
+out=${AFRDMA_OUTDIR:-/tmp}
+A=$AFRDMA_ADDR
+mode=${BENCH_MODE:-full}
+raw=$out/raw
+rm -rf "$raw" "$out/cases.tsv" "$out/profile.txt"
+mkdir -p "$raw"
+: > "$out/cases.tsv"
+RSPRELOAD=$(dpkg -L librdmacm1 2>/dev/null | grep '/librspreload\.so$' | head -n 1)
+
+# Smoke (make check): each tool and path once, as short as they go;
+# two streams, so the parallel path runs too.  rsockets only through
+# afrdma-perf and rstream: its preload's known failures with iperf3 and
+# sockperf say nothing about afrdma.
+if [ "$mode" = smoke ]; then
+	SIZES=(64 65536)
+	STREAMS=(2)
+	DUR=1 LEAD=0.3 WIN=0.4	# seconds: run, CPU window start and length
+	LAT_ITERS=200
+	MEM_CONNS=(4)
+	SRV_WAIT=1		# seconds for a server to listen
+	TOOL_TRS=(af_rdma tcp)
+else
+	SIZES=(64 4096 65536 1048576)
+	STREAMS=(1 2 4 8)
+	DUR=4 LEAD=0.5 WIN=1	# exec makes each sleep about 0.5 s longer
+	LAT_ITERS=2000
+	MEM_CONNS=(1 64 256)
+	SRV_WAIT=1.5
+	TOOL_TRS=(af_rdma tcp rsockets)
+fi
+# A hung tool (rsockets' preload under iperf3 can) must not eat the guest's
+# whole timeout.
+TMO=$((DUR * 3 + 20))
+
+port=7100
+next_port()
+{
+	port=$((port + 1))
+}
+
+# Idle jiffies of all CPUs (idle + iowait), from the first line of
+# /proc/stat, into IDLE.  Idle, not busy: on a tickless kernel idle time is
+# measured, while busy ticks are sampled, and a guest the host starves of
+# CPU loses busy ticks.  Busy is then CPUs x wall time - idle.  Builtins
+# only, as exec is slow under TCG (and /dev/fd, which "< <()" needs, is
+# missing in the guest).
+IDLE=0
+idle()
+{
+	local idle iowait
+
+	read -r _ _ _ _ idle iowait _ < /proc/stat
+	IDLE=$((idle + iowait))
+}
+
+# RDMA QPs on rxe0 now, into QPS: whether a case really used RDMA (the
+# rsockets preload falls back to TCP silently when rsockets fails).
+QPS=0
+qps()
+{
+	QPS=$(rdma resource show 2>/dev/null | sed -n 's/.* qp \([0-9]*\) .*/\1/p' | head -n 1)
+}
+
+# MemAvailable and Slab, KiB, into AVAIL and SLAB.
+meminfo()
+{
+	local k v
+
+	while read -r k v _; do
+		case $k in
+		MemAvailable:) AVAIL=$v ;;
+		Slab:) SLAB=$v ;;
+		esac
+	done < /proc/meminfo
+}
+
+id=0
+# case TOOL TRANSPORT TEST SIZE STREAMS -- CLIENT-COMMAND...
+# Runs the client in the background, takes the CPU snapshots around it and
+# records the case.  The server, if any, is the caller's.
+run_case()
+{
+	local tool=$1 tr=$2 test=$3 size=$4 streams=$5
+	local i0 i1 i2 i3 w0 w1 w2 w3 alive pid rc q
+
+	shift 6
+	id=$((id + 1))
+	idle; w0=$EPOCHREALTIME i0=$IDLE
+	timeout -k 5 "$TMO" "$@" > "$raw/$id.out" 2>&1 &
+	pid=$!
+	sleep "$LEAD"
+	qps
+	idle; w1=$EPOCHREALTIME i1=$IDLE
+	sleep "$WIN"
+	idle; w2=$EPOCHREALTIME i2=$IDLE
+	# again, outside the window: a slow start may have had none at LEAD
+	q=$QPS
+	qps
+	((q > QPS)) && QPS=$q
+	alive=0
+	kill -0 "$pid" 2>/dev/null && alive=1
+	wait "$pid"
+	rc=$?
+	idle; w3=$EPOCHREALTIME i3=$IDLE
+	printf '%s\t' "$id" "$tool" "$tr" "$test" "$size" "$streams" "$rc" \
+		"$i0" "$i1" "$i2" "$i3" "$w0" "$w1" "$w2" "$w3" "$alive" >> "$out/cases.tsv"
+	printf '%s\n' "qps=$QPS" >> "$out/cases.tsv"
+	echo "bench: $id $tool $tr $test size=$size streams=$streams rc=$rc"
+}
+
+# A server for the cases that follow: start_server NAME CMD...; its output
+# goes to raw/NAME.srv.  stop_server ends it.
+SRV_PID=
+start_server()
+{
+	local name=$1
+
+	shift
+	"$@" > "$raw/$name.srv" 2>&1 &
+	SRV_PID=$!
+	sleep "$SRV_WAIT"
+}
+
+stop_server()
+{
+	[ -n "$SRV_PID" ] || return 0
+	kill "$SRV_PID" 2>/dev/null
+	wait "$SRV_PID" 2>/dev/null
+	SRV_PID=
+}
+
+# ---- setup ----------------------------------------------------------------
+insmod "build/$AFRDMA_KREL/net/afrdma/afrdma.ko" || exit 1
+# No silent TCP: a connection that cannot use RDMA must fail, not be
+# measured as afrdma.
+sysctl -qw net.afrdma.fallback=0
+mtu=$(ibv_devinfo -d rxe0 | sed -n 's/.*active_mtu:[[:space:]]*\([0-9]*\).*/\1/p')
+{
+	echo "kernel $AFRDMA_KREL"
+	echo "active_mtu $mtu"
+	echo "veth_mtu $(< /sys/class/net/va/mtu)"
+	echo "cpus $(grep -c '^processor' /proc/cpuinfo)"
+	echo "mode $mode"
+	echo "date $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+	echo "rspreload ${RSPRELOAD:-none}"
+	qps
+	echo "idle_qps ${QPS:-0}"
+} > "$out/env.txt"
+echo "bench: $mode run on $AFRDMA_KREL, rxe0 active_mtu $mtu"
+
+perfbin=perf
+for f in /usr/bin/perf_"${AFRDMA_KREL%%-*}" /usr/bin/perf_"${AFRDMA_KREL%.*}"; do
+	[ -x "$f" ] && perfbin=$f
+done
+
+# ---- the limit: perftest on rxe0 -----------------------------------------
+# One server per case: perftest serves one client and exits.
+perftest()
+{
+	local bin=$1 test=$2 size=$3 q=$4
+	shift 4
+
+	next_port
+	start_server "perftest-$port" "$bin" -d rxe0 -F -p "$port" -s "$size" "$@"
+	run_case "$bin" verbs "$test" "$size" "$q" -- \
+		"$bin" -d rxe0 -F -p "$port" -s "$size" "$@" "$A"
+	stop_server
+}
+
+for s in "${SIZES[@]}"; do
+	for p in "${STREAMS[@]}"; do
+		perftest ib_write_bw bw "$s" "$p" -D "$DUR" -q "$p"
+	done
+	[ "$mode" = smoke ] && [ "$s" = 64 ] && continue	# time: one is enough
+	perftest ib_send_bw bw "$s" 1 -D "$DUR"
+done
+perftest ib_send_lat lat 64 1 -n "$LAT_ITERS"
+
+# How a transport is reached: PRE is the command prefix (every command
+# stays an external one, so timeout and kill reach the tool itself), and
+# PT afrdma-perf's -t.  afrdma: afrdma-run for the TCP tools; rsockets:
+# their TCP sockets (afrdma-perf's too) carried by librspreload.
+transport()
+{
+	PT=$1
+	case $1 in
+	af_rdma) PRE=(./tools/afrdma-run) ;;
+	rsockets) PRE=(env LD_PRELOAD="$RSPRELOAD") PT=tcp ;;
+	*) PRE=(env) ;;
+	esac
+}
+
+# ---- afrdma-perf: afrdma, TCP, and rsockets through its preload ----------
+
+for tr in af_rdma tcp rsockets; do
+	[ "$tr" = rsockets ] && [ -z "$RSPRELOAD" ] && continue
+	next_port
+	transport "$tr"
+	# afrdma-perf opens AF_RDMA itself: no afrdma-run
+	[ "$tr" = af_rdma ] && PRE=(env)
+	ap=("${PRE[@]}" ./tools/afrdma-perf)
+	start_server "afrdma-perf-$tr" "${ap[@]}" server -t "$PT" -a "$A" -p "$port"
+	for s in "${SIZES[@]}"; do
+		for p in "${STREAMS[@]}"; do
+			run_case afrdma-perf "$tr" bw "$s" "$p" -- \
+				"${ap[@]}" client -t "$PT" -a "$A" -p "$port" -j \
+				-s "$s" -d "$DUR" -n 64G -P "$p"
+		done
+	done
+	run_case afrdma-perf "$tr" lat 64 1 -- \
+		"${ap[@]}" client -t "$PT" -a "$A" -p "$port" -j -m pingpong \
+		-s 64 -i 1000000 -d "$DUR"
+	run_case afrdma-perf "$tr" connrate 0 1 -- \
+		"${ap[@]}" client -t "$PT" -a "$A" -p "$port" -j -m connect \
+		-i 1000000 -d "$DUR"
+	# Memory: idle connections held while MemAvailable and Slab are read
+	# (both ends are in this guest, server threads included).
+	for n in "${MEM_CONNS[@]}"; do
+		id=$((id + 1))
+		meminfo
+		a0=$AVAIL s0=$SLAB
+		"${ap[@]}" client -t "$PT" -a "$A" -p "$port" -m hold -i "$n" \
+			> "$raw/$id.out" 2>&1 &
+		hpid=$!
+		for ((i = 0; i < TMO * 10; i++)); do
+			grep -q '^holding' "$raw/$id.out" 2>/dev/null && break
+			kill -0 "$hpid" 2>/dev/null || break
+			sleep 0.1
+		done
+		sleep 1		# let the server finish accepting
+		qps
+		meminfo
+		a1=$AVAIL s1=$SLAB
+		kill "$hpid" 2>/dev/null
+		wait "$hpid"
+		rc=$?
+		# killed by us (143) is the normal end of a hold
+		[ "$rc" = 143 ] && rc=0
+		printf '%s\t' "$id" afrdma-perf "$tr" mem 0 "$n" "$rc" \
+			0 0 0 0 0 0 0 0 0 >> "$out/cases.tsv"
+		printf '%s\n' "avail0=$a0 avail1=$a1 slab0=$s0 slab1=$s1 qps=$QPS" >> "$out/cases.tsv"
+		echo "bench: $id afrdma-perf $tr mem conns=$n rc=$rc"
+		sleep 1		# the connections go away
+	done
+	stop_server
+done
+
+# ---- iperf3 and sockperf: afrdma (afrdma-run), TCP, rsockets --------------
+for tr in "${TOOL_TRS[@]}"; do
+	[ "$tr" = rsockets ] && [ -z "$RSPRELOAD" ] && continue
+	transport "$tr"
+	next_port
+	start_server "iperf3-$tr" "${PRE[@]}" iperf3 -s -B "$A" -p "$port"
+	for s in "${SIZES[@]}"; do
+		run_case iperf3 "$tr" bw "$s" 1 -- \
+			"${PRE[@]}" iperf3 -c "$A" -p "$port" -t "$DUR" -l "$s" -J
+	done
+	for p in "${STREAMS[@]:1}"; do
+		run_case iperf3 "$tr" bw 65536 "$p" -- \
+			"${PRE[@]}" iperf3 -c "$A" -p "$port" -t "$DUR" -l 65536 -P "$p" -J
+	done
+	stop_server
+
+	next_port
+	start_server "sockperf-$tr" "${PRE[@]}" sockperf sr --tcp -i "$A" -p "$port"
+	run_case sockperf "$tr" lat 64 1 -- \
+		"${PRE[@]}" sockperf pp --tcp -i "$A" -p "$port" -m 64 -t "$DUR"
+	run_case sockperf "$tr" bw 64 1 -- \
+		"${PRE[@]}" sockperf tp --tcp -i "$A" -p "$port" -m 64 -t "$DUR"
+	stop_server
+done
+
+# ---- rstream: rsockets' own tool -------------------------------------------
+# It echoes: the client sends -C transfers, the server sends them back, so
+# its Gb/s counts both directions.  One server per run: it serves one client.
+rstream_case()
+{
+	local test=$1 size=$2 count=$3 iters=$4
+
+	next_port
+	start_server "rstream-$port" rstream -b "$A" -p "$port"
+	run_case rstream rsockets "$test" "$size" 1 -- \
+		rstream -s "$A" -p "$port" -S "$size" -C "$count" -I "$iters"
+	stop_server
+}
+
+rstream_case lat 64 1 "$LAT_ITERS"
+# smoke: 64 KiB only (64 B transfers time out, see the ENVIRONMENT notes)
+[ "$mode" = smoke ] && SIZES=(65536)
+for s in "${SIZES[@]}"; do
+	# About as many bytes as the other tools move in DUR seconds here;
+	# fewer small ones, which rsockets is slow at.
+	n=$(((DUR * 10 * 1024 * 1024) / s + 1))
+	((n > 20000)) && n=20000
+	rstream_case bw "$s" "$n" 1
+	[ "$mode" = smoke ] && break
+done
+
+# ---- a profile of one afrdma stream (full mode) ---------------------------
+if [ "$mode" != smoke ] && command -v "$perfbin" > /dev/null; then
+	next_port
+	start_server perf-profile ./tools/afrdma-perf server -a "$A" -p "$port"
+	"$perfbin" record -a -g -o /tmp/perf.data -- \
+		./tools/afrdma-perf client -a "$A" -p "$port" -s 64K -d 4 \
+		> "$raw/profile-run.out" 2>&1
+	stop_server
+	{
+		echo "== $(tail -n 1 "$raw/profile-run.out")"
+		echo "== by symbol, self"
+		"$perfbin" report -i /tmp/perf.data --stdio --no-children \
+			--sort sym -g none --percent-limit 0.7 2>/dev/null | grep -v '^$'
+		echo "== by task"
+		"$perfbin" report -i /tmp/perf.data --stdio --no-children \
+			--sort comm -g none --percent-limit 1 2>/dev/null | grep -v '^$'
+		echo "== with callees (children), by symbol"
+		"$perfbin" report -i /tmp/perf.data --stdio --children \
+			--sort sym -g none --percent-limit 3 2>/dev/null | grep -v '^$'
+		echo "== by module"
+		"$perfbin" report -i /tmp/perf.data --stdio --no-children \
+			--sort dso -g none --percent-limit 1 2>/dev/null | grep -v '^$'
+	} > "$out/profile.txt" 2>&1
+	echo "bench: profile in profile.txt"
+fi
+
+sysctl -qw net.afrdma.fallback=1
+sleep 2		# connections of the last runs close before the unload
+rmmod afrdma || { echo "bench: rmmod afrdma failed"; exit 1; }
+echo "bench: done, $id cases"
