@@ -726,6 +726,81 @@ TEST_F(api, rcvlowat)
 	ASSERT_EQ(110, recv(self->sfd, in, sizeof(in), 0));
 }
 
+static long long busy_polls(void)
+{
+	return afrdma_stat("BusyPollHits") + afrdma_stat("BusyPollMisses");
+}
+
+struct late_send {
+	int fd;
+	unsigned char buf[64];
+};
+
+static void *late_send(void *arg)
+{
+	struct late_send *ls = arg;
+
+	usleep(20000);
+	return send(ls->fd, ls->buf, sizeof(ls->buf), 0) == sizeof(ls->buf) ?
+	       NULL : arg;
+}
+
+/*
+ * One message from cfd that arrives while sfd's recv already waits, so
+ * that recv takes the path that may spin; the contents are checked.
+ */
+static int recv_waiting(int cfd, int sfd, unsigned int seed)
+{
+	struct late_send ls = { .fd = cfd };
+	unsigned char in[64];
+	pthread_t t;
+	void *ret;
+	ssize_t n;
+
+	fill(ls.buf, sizeof(ls.buf), seed);
+	if (pthread_create(&t, NULL, late_send, &ls))
+		return -1;
+	n = recv(sfd, in, sizeof(in), MSG_WAITALL);
+	pthread_join(t, &ret);
+	return n == sizeof(in) && !ret && !memcmp(in, ls.buf, sizeof(in)) ? 0 : -1;
+}
+
+/*
+ * recv spins before sleeping when SO_BUSY_POLL or net.afrdma.busy_poll
+ * asks for it, and only then; the data is the same either way.
+ */
+TEST_F(api, busy_poll)
+{
+	int usecs = 200, val = -1;
+	socklen_t len = sizeof(val);
+	long long before;
+
+	ASSERT_EQ(0, sysctl_rw("busy_poll", NULL));
+	ASSERT_EQ(-EINVAL, sysctl_rw("busy_poll", "1000001"));
+	ASSERT_EQ(0, api_pair(_metadata, self, variant));
+
+	before = busy_polls();
+	ASSERT_EQ(0, recv_waiting(self->cfd, self->sfd, 1));
+	ASSERT_EQ(before, busy_polls());
+
+	/* Per socket. */
+	ASSERT_EQ(0, setsockopt(self->sfd, SOL_SOCKET, SO_BUSY_POLL, &usecs, sizeof(usecs)));
+	ASSERT_EQ(0, getsockopt(self->sfd, SOL_SOCKET, SO_BUSY_POLL, &val, &len));
+	ASSERT_EQ(usecs, val);
+	ASSERT_EQ(0, recv_waiting(self->cfd, self->sfd, 2));
+	ASSERT_LT(before, busy_polls());
+
+	/* For the namespace, where the socket does not say. */
+	usecs = 0;
+	ASSERT_EQ(0, setsockopt(self->sfd, SOL_SOCKET, SO_BUSY_POLL, &usecs, sizeof(usecs)));
+	before = busy_polls();
+	ASSERT_EQ(0, sysctl_rw("busy_poll", "100"));
+	val = recv_waiting(self->cfd, self->sfd, 3);
+	sysctl_rw("busy_poll", "0");
+	ASSERT_EQ(0, val);
+	ASSERT_LT(before, busy_polls());
+}
+
 /* Ports below 1024 need CAP_NET_BIND_SERVICE, as for TCP. */
 TEST_F(api, privileged_port)
 {

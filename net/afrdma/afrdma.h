@@ -53,6 +53,8 @@ enum afrdma_mib_field {
 	AFRDMA_MIB_BYTES_RECEIVED,
 	AFRDMA_MIB_COMPLETION_ERRORS,	/* work completions failed, not flushed */
 	AFRDMA_MIB_PROTOCOL_ERRORS,	/* peers reset for breaking the protocol */
+	AFRDMA_MIB_BUSY_POLL_HITS,	/* a spin in recv found data */
+	AFRDMA_MIB_BUSY_POLL_MISSES,	/* a spin ended in a sleep after all */
 	AFRDMA_MIB_MAX
 };
 
@@ -69,6 +71,7 @@ struct afrdma_net {
 	int			fallback_timeout_ms;
 	int			max_conns;
 	int			zerocopy;
+	int			busy_poll;	/* usecs; SO_BUSY_POLL's default */
 	atomic_t		conns;		/* RDMA connections with resources */
 	struct ctl_table_header	*sysctl;
 	struct afrdma_mib __percpu *mib;

@@ -5,6 +5,7 @@
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
+#include <linux/sched/clock.h>
 #include <linux/uio.h>
 
 #include "afrdma.h"
@@ -158,6 +159,39 @@ static int afrdma_recv_wait_err(struct sock *sk, long *timeo)
 	return 0;
 }
 
+/*
+ * A short spin before sleeping.  Under a ping-pong the completion that
+ * makes us readable lands within microseconds, and a sleep and wakeup
+ * cost more than that; we cannot poll the CQ from here (it belongs to
+ * the pool, polled in softirq), so we watch for what its handler leaves.
+ * SO_BUSY_POLL sets the budget per socket, net.afrdma.busy_poll the rest.
+ * Any other task that wants this CPU ends the spin.
+ */
+static bool afrdma_rx_busy_wait(struct sock *sk)
+{
+	unsigned int usecs = 0;
+	u64 end;
+
+#ifdef CONFIG_NET_RX_BUSY_POLL
+	usecs = READ_ONCE(sk->sk_ll_usec);
+#endif
+	if (!usecs)
+		usecs = READ_ONCE(afrdma_net(sock_net(sk))->busy_poll);
+	if (!usecs)
+		return false;
+	end = local_clock() + (u64)usecs * NSEC_PER_USEC;
+	while (!afrdma_rx_readable(sk)) {
+		if (need_resched() || signal_pending(current) ||
+		    local_clock() > end) {
+			afrdma_inc_stats(sk, AFRDMA_MIB_BUSY_POLL_MISSES);
+			return false;
+		}
+		cpu_relax();
+	}
+	afrdma_inc_stats(sk, AFRDMA_MIB_BUSY_POLL_HITS);
+	return true;
+}
+
 int afrdma_recvmsg(struct socket *sock, struct msghdr *msg, size_t len,
 		   int flags)
 {
@@ -237,6 +271,8 @@ int afrdma_recvmsg(struct socket *sock, struct msghdr *msg, size_t len,
 		}
 		/* The peer may be waiting for exactly these credits. */
 		afrdma_tx_flush_credits(conn);
+		if (afrdma_rx_busy_wait(sk))
+			continue;
 		add_wait_queue(sk_sleep(sk), &wait);
 		sk_wait_event(sk, &timeo, afrdma_rx_readable(sk), &wait);
 		remove_wait_queue(sk_sleep(sk), &wait);

@@ -22,6 +22,7 @@ static int afrdma_slot_size_max = AFRDMA_MAX_SLOT_SIZE;
 static int afrdma_fb_timeout_min = 100;
 static int afrdma_fb_timeout_max = 60000;
 static int afrdma_max_conns_max = 1 << 20;
+static int afrdma_busy_poll_max = USEC_PER_SEC;
 
 static const struct afrdma_net afrdma_net_defaults = {
 	.rx_slots	= AFRDMA_RX_SLOTS,
@@ -90,6 +91,14 @@ static struct ctl_table afrdma_sysctl_template[] = {
 		.extra1		= SYSCTL_ZERO,
 		.extra2		= SYSCTL_ONE,
 	},
+	{
+		.procname	= "busy_poll",
+		.maxlen		= sizeof(int),
+		.mode		= 0644,
+		.proc_handler	= proc_dointvec_minmax,
+		.extra1		= SYSCTL_ZERO,
+		.extra2		= &afrdma_busy_poll_max,
+	},
 	{ }	/* sentinel, for kernels that still want one */
 };
 
@@ -127,6 +136,7 @@ static int __net_init afrdma_net_init(struct net *net)
 	table[4].data = &an->fallback_timeout_ms;
 	table[5].data = &an->max_conns;
 	table[6].data = &an->zerocopy;
+	table[7].data = &an->busy_poll;
 #ifdef AFRDMA_HAVE_REGISTER_NET_SYSCTL_SZ
 	an->sysctl = register_net_sysctl_sz(net, "net/afrdma", table,
 					    AFRDMA_SYSCTLS);
