@@ -31,6 +31,10 @@
 #define AFRDMA_FALLBACK_TIMEOUT_MS	2000
 #define AFRDMA_MAX_CONNS	4096
 
+/* RC's retries and ack timeout (4.096 us << it); see cm.c for why. */
+#define AFRDMA_RC_RETRIES	6
+#define AFRDMA_ACK_TIMEOUT	19
+
 /* Local limit on buffers per direction: the QP and CQ are sized from it. */
 #define AFRDMA_MAX_SLOTS_LOCAL	1024
 

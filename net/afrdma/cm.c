@@ -31,8 +31,6 @@ int afrdma_cm_create_id(struct sock *sk)
 	return 0;
 }
 
-#define AFRDMA_ACK_TIMEOUT	19
-
 /* Sets the QP's ack timeout too: call it before rdma_connect or rdma_accept. */
 static void afrdma_cm_conn_param(struct rdma_conn_param *param,
 				 struct afrdma_cm_priv *priv,
@@ -54,7 +52,7 @@ static void afrdma_cm_conn_param(struct rdma_conn_param *param,
 	 * connection ends with an error.  7 RNR retries is infinite by the
 	 * spec, and wanted: the credits keep receives posted.
 	 */
-	param->retry_count = 6;
+	param->retry_count = AFRDMA_RC_RETRIES;
 	param->rnr_retry_count = 7;
 	/*
 	 * The ack timeout, on both ends, sets how long a path may be dead

@@ -14,6 +14,11 @@
  * it that the peer died.  While it waits, a probe goes out every second,
  * and RC's retries (afrdma asks for 6) fail it against a dead peer.
  *
+ * A probe RC has not settled long after its retries would have ended
+ * (twice their span) sits on a wedged QP: rxe on 6.1, after its netdev
+ * went down mid-transfer, stops its requester but leaves the QP in RTS,
+ * and nothing will ever complete.  That peer counts as dead too.
+ *
  * Locking: conn->lock guards ka_on, ka_persist, ka_probing, ka_probe_sent and the
  * probe's place on the send queue; ka_last is written locklessly by
  * completions.  The timer runs in softirq and never takes the socket lock,
@@ -24,6 +29,10 @@
 #include <linux/tcp.h>
 
 #include "afrdma.h"
+
+/* (retries + 1) ack timeouts, twice over. */
+#define AFRDMA_PROBE_MAX_MS \
+	(2 * (AFRDMA_RC_RETRIES + 1) * ((4096ULL << AFRDMA_ACK_TIMEOUT) / NSEC_PER_MSEC))
 
 static int afrdma_ka_opt(const struct sock *sk, int name)
 {
@@ -88,8 +97,10 @@ static void afrdma_ka_timer(struct timer_list *t)
 	}
 	if (conn->ka_probing) {
 		/* Without SO_KEEPALIVE, RC's own retries decide. */
-		dead = conn->ka_on &&
-		       time_after_eq(now, conn->ka_probe_sent + cnt * u_intvl);
+		dead = (conn->ka_on &&
+			time_after_eq(now, conn->ka_probe_sent + cnt * u_intvl)) ||
+		       time_after_eq(now, conn->ka_probe_sent +
+				     msecs_to_jiffies(AFRDMA_PROBE_MAX_MS));
 		next = now + intvl;
 	} else if (time_before(now, READ_ONCE(conn->ka_last) + idle)) {
 		next = READ_ONCE(conn->ka_last) + idle;
