@@ -352,11 +352,12 @@ int afrdma_sendmsg(struct socket *sock, struct msghdr *msg, size_t len)
 		struct afrdma_tx_slot *slot;
 
 		conn = afrdma_sk(sk)->conn;
-		if (sk->sk_err) {
-			err = sock_error(sk);
-			break;
-		}
-		if (sk->sk_shutdown & SEND_SHUTDOWN) {
+		/*
+		 * As TCP: the error is reported, and cleared, only by a send
+		 * that moved nothing (sk_stream_error() below), so a partial
+		 * send does not swallow why the connection ended.
+		 */
+		if (sk->sk_err || (sk->sk_shutdown & SEND_SHUTDOWN)) {
 			err = -EPIPE;
 			break;
 		}
