@@ -174,6 +174,49 @@ TEST_F(fb, no_rdma_device)
 	ASSERT_EQ(peer_tcp + 1, afrdma_stat("FallbackPeerTcp"));
 }
 
+/*
+ * An address no RDMA device has can still be bound, as with TCP: such a
+ * listener serves TCP clients, and such a client connects over TCP at once;
+ * without fallback, bind fails as before.
+ */
+TEST_F(fb, bind_no_rdma_address)
+{
+	struct sockaddr_storage ss, name;
+	socklen_t len, nlen = sizeof(name);
+	unsigned short port;
+	int lfd, qps = rc_qps();
+
+	lfd = afrdma_listen_on(variant->t, no_rdma_addr(variant->v6), 0, 4, &port);
+	ASSERT_LE(0, lfd) TH_LOG("listen: %s", strerror(errno));
+	ASSERT_NE(0, port);
+	ASSERT_EQ(0, getsockname(lfd, (struct sockaddr *)&name, &nlen));
+	len = afrdma_make_addr(&ss, no_rdma_addr(variant->v6), port);
+	ASSERT_EQ(len, nlen);
+	ASSERT_EQ(0, memcmp(&ss, &name, len));
+
+	/* A client bound there too: no RDMA is tried, TCP carries it. */
+	self->cfd = afrdma_socket(variant->t, ss.ss_family, 0);
+	ASSERT_LE(0, self->cfd);
+	afrdma_make_addr(&name, no_rdma_addr(variant->v6), 0);
+	ASSERT_EQ(0, bind(self->cfd, (struct sockaddr *)&name, len));
+	ASSERT_EQ(0, connect(self->cfd, (struct sockaddr *)&ss, len));
+	self->sfd = accept(lfd, NULL, NULL);
+	ASSERT_LE(0, self->sfd);
+	ASSERT_EQ(AFRDMA_TRANSPORT_TCP, rdma_opt(self->cfd, AFRDMA_TRANSPORT));
+	ASSERT_EQ(AFRDMA_FB_NO_DEVICE, rdma_opt(self->cfd, AFRDMA_FALLBACK_REASON));
+	ASSERT_EQ(AFRDMA_TRANSPORT_TCP, rdma_opt(self->sfd, AFRDMA_TRANSPORT));
+	ASSERT_EQ(0, exchange(self->cfd, self->sfd, 100000));
+	ASSERT_EQ(qps, rc_qps());
+	close(lfd);
+
+	ASSERT_EQ(0, afrdma_sysctl("fallback", 0));
+	lfd = afrdma_socket(variant->t, ss.ss_family, 0);
+	ASSERT_LE(0, lfd);
+	ASSERT_EQ(-1, bind(lfd, (struct sockaddr *)&name, len));
+	ASSERT_EQ(EADDRNOTAVAIL, errno);
+	close(lfd);
+}
+
 /* One listener, two kinds of client: RDMA ones get RDMA, TCP ones TCP. */
 TEST_F(fb, listener_serves_both)
 {

@@ -259,13 +259,20 @@ static int afrdma_do_bind(struct sock *sk, struct sockaddr_storage *addr)
 				return err;
 		}
 		err = rdma_bind_addr(ars->cm_id, (struct sockaddr *)addr);
+		/* No RDMA device has the address: TCP alone may serve it. */
+		if (err == -ENODEV && ars->fallback) {
+			WRITE_ONCE(ars->tcp_only, true);
+			err = 0;
+		}
 		if (err)
 			afrdma_fb_unbind(sk);
 	} while (err == -EADDRINUSE && --tries);
 	if (err == -ENODEV)
 		err = -EADDRNOTAVAIL;
 	ars->bound = !err;
-	if (!err)
+	if (!err && ars->tcp_only)
+		afrdma_fb_set_names(sk);
+	else if (!err)
 		afrdma_diag_set_names(sk, (struct sockaddr *)
 				      &ars->cm_id->route.addr.src_addr, NULL);
 	return err;
@@ -335,7 +342,8 @@ static int afrdma_connect(struct socket *sock, struct sockaddr *uaddr,
 				goto out;
 		}
 		WRITE_ONCE(sk->sk_err, 0);
-		err = rdma_resolve_addr(ars->cm_id, NULL,
+		err = ars->tcp_only ? -ENODEV :
+		      rdma_resolve_addr(ars->cm_id, NULL,
 					(struct sockaddr *)&addr,
 					AFRDMA_RESOLVE_MS);
 		if (err == -ENODEV || err == -EADDRNOTAVAIL)
@@ -420,7 +428,7 @@ static int afrdma_listen(struct socket *sock, int backlog)
 	err = afrdma_fb_listen(sk, backlog);
 	if (err)
 		goto out;
-	err = rdma_listen(ars->cm_id, backlog);
+	err = ars->tcp_only ? 0 : rdma_listen(ars->cm_id, backlog);
 	if (err) {
 		afrdma_fb_unlisten(sk);
 		goto out;
@@ -507,7 +515,7 @@ static int afrdma_getname(struct socket *sock, struct sockaddr *uaddr,
 	const struct sockaddr *src = NULL;
 	int len;
 
-	if (afrdma_on_tcp(sk))
+	if (afrdma_on_tcp(sk) || (!peer && READ_ONCE(ars->tcp_only)))
 		return afrdma_fb_getname(sock, uaddr, peer);
 	lock_sock(sk);
 	if (peer) {
@@ -612,6 +620,7 @@ static struct rdma_cm_id *afrdma_listen_stop(struct sock *sk,
 	ars->accept_len = 0;
 	ars->cm_id = NULL;
 	ars->bound = false;
+	WRITE_ONCE(ars->tcp_only, false);
 	afrdma_fb_unlisten(sk);
 	sk->sk_state = TCP_CLOSE;
 	return id;

@@ -216,6 +216,7 @@ struct afrdma_sock {
 	int			cm_state;	/* resolve/connect progress */
 	bool			bound;
 	bool			fallback;	/* may use TCP (AFRDMA_FALLBACK) */
+	bool			tcp_only;	/* bound where no RDMA device is */
 	u8			transport;	/* enum afrdma_transport */
 	u8			fb_reason;	/* enum afrdma_fallback_reason */
 	/*
@@ -332,6 +333,7 @@ int afrdma_fb_sendmsg(struct socket *sock, struct msghdr *msg, size_t len);
 int afrdma_fb_recvmsg(struct socket *sock, struct msghdr *msg, size_t len,
 		      int flags);
 __poll_t afrdma_fb_poll(struct file *file, struct socket *sock);
+void afrdma_fb_set_names(struct sock *sk);
 int afrdma_fb_getname(struct socket *sock, struct sockaddr *uaddr, int peer);
 int afrdma_fb_ioctl(struct socket *sock, unsigned int cmd, unsigned long arg);
 int afrdma_fb_shutdown(struct socket *sock, int how);

@@ -485,6 +485,15 @@ __poll_t afrdma_fb_poll(struct file *file, struct socket *sock)
 	return mask;
 }
 
+/* /proc/net/afrdma's local address for a socket bound on TCP alone. */
+void afrdma_fb_set_names(struct sock *sk)
+{
+	struct sockaddr_storage addr;
+
+	if (kernel_getsockname(afrdma_sk(sk)->tcp, (struct sockaddr *)&addr) >= 0)
+		afrdma_diag_set_names(sk, (struct sockaddr *)&addr, NULL);
+}
+
 int afrdma_fb_getname(struct socket *sock, struct sockaddr *uaddr, int peer)
 {
 	struct socket *tcp = afrdma_sk(sock->sk)->tcp;
