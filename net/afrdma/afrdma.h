@@ -30,6 +30,10 @@
 #define AFRDMA_TCP_OPTS		16
 #define AFRDMA_FALLBACK_TIMEOUT_MS	2000
 #define AFRDMA_MAX_CONNS	4096
+/* Keepalive defaults in seconds and probes, as TCP's */
+#define AFRDMA_KEEPALIVE_TIME	7200
+#define AFRDMA_KEEPALIVE_INTVL	75
+#define AFRDMA_KEEPALIVE_PROBES	9
 
 /* Local limit on buffers per direction: the QP and CQ are sized from it. */
 #define AFRDMA_MAX_SLOTS_LOCAL	1024
@@ -69,6 +73,9 @@ struct afrdma_net {
 	int			fallback_timeout_ms;
 	int			max_conns;
 	int			zerocopy;
+	int			keepalive_time;	/* TCP_KEEPIDLE etc. of new sockets */
+	int			keepalive_intvl;
+	int			keepalive_probes;
 	atomic_t		conns;		/* RDMA connections with resources */
 	struct ctl_table_header	*sysctl;
 	struct afrdma_mib __percpu *mib;

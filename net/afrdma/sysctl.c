@@ -10,6 +10,7 @@
 #include <linux/sysctl.h>
 #include <net/net_namespace.h>
 #include <net/netns/generic.h>
+#include <net/tcp.h>
 
 #include "afrdma.h"
 
@@ -22,6 +23,9 @@ static int afrdma_slot_size_max = AFRDMA_MAX_SLOT_SIZE;
 static int afrdma_fb_timeout_min = 100;
 static int afrdma_fb_timeout_max = 60000;
 static int afrdma_max_conns_max = 1 << 20;
+static int afrdma_ka_time_max = MAX_TCP_KEEPIDLE;
+static int afrdma_ka_intvl_max = MAX_TCP_KEEPINTVL;
+static int afrdma_ka_probes_max = MAX_TCP_KEEPCNT;
 
 static const struct afrdma_net afrdma_net_defaults = {
 	.rx_slots	= AFRDMA_RX_SLOTS,
@@ -30,6 +34,9 @@ static const struct afrdma_net afrdma_net_defaults = {
 	.fallback	= 1,
 	.fallback_timeout_ms = AFRDMA_FALLBACK_TIMEOUT_MS,
 	.max_conns	= AFRDMA_MAX_CONNS,
+	.keepalive_time	= AFRDMA_KEEPALIVE_TIME,
+	.keepalive_intvl = AFRDMA_KEEPALIVE_INTVL,
+	.keepalive_probes = AFRDMA_KEEPALIVE_PROBES,
 };
 
 /* .data points into init_net's copy; each netns gets its own. */
@@ -90,6 +97,31 @@ static struct ctl_table afrdma_sysctl_template[] = {
 		.extra1		= SYSCTL_ZERO,
 		.extra2		= SYSCTL_ONE,
 	},
+	/* TCP_KEEPIDLE, TCP_KEEPINTVL and TCP_KEEPCNT of new sockets. */
+	{
+		.procname	= "keepalive_time",
+		.maxlen		= sizeof(int),
+		.mode		= 0644,
+		.proc_handler	= proc_dointvec_minmax,
+		.extra1		= SYSCTL_ONE,
+		.extra2		= &afrdma_ka_time_max,
+	},
+	{
+		.procname	= "keepalive_intvl",
+		.maxlen		= sizeof(int),
+		.mode		= 0644,
+		.proc_handler	= proc_dointvec_minmax,
+		.extra1		= SYSCTL_ONE,
+		.extra2		= &afrdma_ka_intvl_max,
+	},
+	{
+		.procname	= "keepalive_probes",
+		.maxlen		= sizeof(int),
+		.mode		= 0644,
+		.proc_handler	= proc_dointvec_minmax,
+		.extra1		= SYSCTL_ONE,
+		.extra2		= &afrdma_ka_probes_max,
+	},
 	{ }	/* sentinel, for kernels that still want one */
 };
 
@@ -127,6 +159,9 @@ static int __net_init afrdma_net_init(struct net *net)
 	table[4].data = &an->fallback_timeout_ms;
 	table[5].data = &an->max_conns;
 	table[6].data = &an->zerocopy;
+	table[7].data = &an->keepalive_time;
+	table[8].data = &an->keepalive_intvl;
+	table[9].data = &an->keepalive_probes;
 #ifdef AFRDMA_HAVE_REGISTER_NET_SYSCTL_SZ
 	an->sysctl = register_net_sysctl_sz(net, "net/afrdma", table,
 					    AFRDMA_SYSCTLS);
