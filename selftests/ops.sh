@@ -115,12 +115,89 @@ netns_separate()
 	return $rc
 }
 
+# net.afrdma.keepalive_*: read by new sockets only (a live one keeps its
+# values), overridden per socket by TCP_KEEP*, and carried to the TCP socket
+# of a fallen-back connection on either side, rather than TCP's own
+# net.ipv4.tcp_keepalive_* defaults.
+keepalive_sysctls()
+{
+	python3 - "${AFRDMA_ADDR:-10.99.0.1}" <<-'EOF'
+	import socket, sys
+	sys.path.insert(0, "selftests")
+	from afrdma_tap import param
+	addr, AF_RDMA, RDMA = sys.argv[1], param("family"), param("ipproto")
+	SOL_RDMA, AFRDMA_TRANSPORT, TCP = 299, 2, 2
+	OPTS = (socket.TCP_KEEPIDLE, socket.TCP_KEEPINTVL, socket.TCP_KEEPCNT)
+	OURS = ["net/afrdma/keepalive_" + n for n in ("time", "intvl", "probes")]
+	TCPS = ["net/ipv4/tcp_keepalive_" + n for n in ("time", "intvl", "probes")]
+
+	def ka(s):
+	    return tuple(s.getsockopt(socket.SOL_TCP, o) for o in OPTS)
+
+	def sysctls(names, vals=None):
+	    old = []
+	    for i, n in enumerate(names):
+	        with open("/proc/sys/" + n) as f:
+	            old.append(int(f.read()))
+	        if vals:
+	            with open("/proc/sys/" + n, "w") as f:
+	                f.write(f"{vals[i]}\n")
+	    return tuple(old)
+
+	def fresh():
+	    return [socket.socket(AF_RDMA, socket.SOCK_STREAM, 0),
+	            socket.socket(socket.AF_INET, socket.SOCK_STREAM, RDMA)]
+
+	def fallen_back():
+	    """Both sides of a fallback: to a plain TCP server, and a plain TCP
+	    client accepted by an afrdma listener."""
+	    srv = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+	    srv.bind((addr, 0))
+	    srv.listen()
+	    c = socket.socket(socket.AF_INET, socket.SOCK_STREAM, RDMA)
+	    c.connect(srv.getsockname())
+	    lsn = socket.socket(socket.AF_INET, socket.SOCK_STREAM, RDMA)
+	    lsn.bind((addr, 0))
+	    lsn.listen()
+	    p = socket.create_connection(lsn.getsockname())
+	    a, _ = lsn.accept()
+	    got = [ka(x) for x in (c, a)]
+	    assert [x.getsockopt(SOL_RDMA, AFRDMA_TRANSPORT) for x in (c, a)] == [TCP] * 2
+	    for x in (c, a, p, srv, lsn):
+	        x.close()
+	    return got
+
+	old, tcp = sysctls(OURS), sysctls(TCPS)
+	assert old == (7200, 75, 9), f"defaults {old}"
+	live = fresh()
+	try:
+	    sysctls(OURS, (600, 20, 4))
+	    new = fresh()
+	    assert [ka(s) for s in new] == [(600, 20, 4)] * 2, [ka(s) for s in new]
+	    assert [ka(s) for s in live] == [old] * 2, [ka(s) for s in live]
+	    new[0].setsockopt(socket.SOL_TCP, socket.TCP_KEEPIDLE, 30)
+	    assert ka(new[0]) == (30, 20, 4) and ka(new[1]) == (600, 20, 4)
+	    assert fallen_back() == [(600, 20, 4)] * 2, fallen_back()
+	    # Ours at their defaults, TCP's not: the fallback keeps ours.
+	    sysctls(OURS, old)
+	    sysctls(TCPS, (1000, 30, 5))
+	    assert fallen_back() == [old] * 2, fallen_back()
+	finally:
+	    sysctls(OURS, old)
+	    sysctls(TCPS, tcp)
+	EOF
+}
+
 echo "TAP version 13"
-echo "1..9"
+echo "1..13"
 check "fallback_range" out_of_range fallback 2
 check "fallback_timeout_range" out_of_range fallback_timeout_ms 50
 check "slot_size_range" out_of_range slot_size 100
 check "max_connections_range" out_of_range max_connections -1
+check "keepalive_time_range" out_of_range keepalive_time 0
+check "keepalive_intvl_range" out_of_range keepalive_intvl 32768
+check "keepalive_probes_range" out_of_range keepalive_probes 128
+check "keepalive_sysctls" keepalive_sysctls
 check "stats_text" stats_text_matches
 check "stats_json" stats_json_matches
 check "stats_count_rdma_traffic" rdma_opens_counted

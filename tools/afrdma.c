@@ -93,8 +93,11 @@ static int cmd_ss(int which)
 		printf("%-10s %-7u %-7u %-40s %-40s %s\n", state, rxq, txq, local,
 		       listening ? "*" : remote, transport);
 		printf("\t uid:%u ino:%lu", uid, ino);
+		/* Another user's QP number reads 0 (see afrdma(8)). */
 		if (qpn)
-			printf(" qp:%u dev:%s", qpn, dev);
+			printf(" qp:%u", qpn);
+		if (strcmp(dev, "-"))
+			printf(" dev:%s", dev);
 		if (reason && reason < ARRAY_SIZE(fallback_reasons))
 			printf(" fallback:%s", fallback_reasons[reason]);
 		putchar('\n');

@@ -18,6 +18,7 @@
 #include <linux/sockios.h>
 #include <linux/tcp.h>
 #include <net/inet_common.h>
+#include <net/ip.h>
 #include <net/ipv6.h>
 #include <net/protocol.h>
 #include <net/tcp_states.h>
@@ -283,13 +284,19 @@ static int afrdma_bind(struct socket *sock, struct sockaddr *uaddr, int len)
 	struct sock *sk = sock->sk;
 	struct afrdma_sock *ars = afrdma_sk(sk);
 	struct sockaddr_storage addr;
+	unsigned short port;
 	int err;
 
 	err = afrdma_get_addr(sk, uaddr, len, &addr);
 	if (err)
 		return err;
-	if (ntohs(((struct sockaddr_in *)&addr)->sin_port) &&
-	    ntohs(((struct sockaddr_in *)&addr)->sin_port) < PROT_SOCK &&
+	/*
+	 * As inet_bind(): net.ipv4.ip_unprivileged_port_start decides.  Below
+	 * 1024 rdma_bind_addr() also wants CAP_NET_BIND_SERVICE in the initial
+	 * user namespace, whatever the sysctl says.
+	 */
+	port = ntohs(*afrdma_addr_port(&addr));
+	if (port && inet_port_requires_bind_service(sock_net(sk), port) &&
 	    !ns_capable(sock_net(sk)->user_ns, CAP_NET_BIND_SERVICE))
 		return -EACCES;
 

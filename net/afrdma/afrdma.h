@@ -30,6 +30,10 @@
 #define AFRDMA_TCP_OPTS		16
 #define AFRDMA_FALLBACK_TIMEOUT_MS	2000
 #define AFRDMA_MAX_CONNS	4096
+/* Keepalive defaults in seconds and probes, as TCP's */
+#define AFRDMA_KEEPALIVE_TIME	7200
+#define AFRDMA_KEEPALIVE_INTVL	75
+#define AFRDMA_KEEPALIVE_PROBES	9
 
 /* RC's retries and ack timeout (4.096 us << it); see cm.c for why. */
 #define AFRDMA_RC_RETRIES	6
@@ -75,6 +79,9 @@ struct afrdma_net {
 	int			fallback_timeout_ms;
 	int			max_conns;
 	int			zerocopy;
+	int			keepalive_time;	/* TCP_KEEPIDLE etc. of new sockets */
+	int			keepalive_intvl;
+	int			keepalive_probes;
 	int			busy_poll;	/* usecs; SO_BUSY_POLL's default */
 	atomic_t		conns;		/* RDMA connections with resources */
 	struct ctl_table_header	*sysctl;

@@ -5,6 +5,12 @@
  * addresses, queues, uid, inode) plus the transport, QP number and RDMA
  * device.  `afrdma ss` formats it.
  *
+ * The QP number is a handle on the RDMA side of a connection, which TCP
+ * has no counterpart of in /proc/net/tcp; like the socket mark in
+ * inet_diag, it is shown only to the socket's owner and to CAP_NET_ADMIN
+ * (as the file's opener), and reads 0 for everyone else.  The device name
+ * is in /sys/class/infiniband for all to see anyway.
+ *
  * Every afrdma socket is on afrdma_socks from init to destruct.  The
  * lock also guards the names and device snapshot in struct afrdma_sock and
  * the fallback TCP socket pointer, so that a reader never follows a
@@ -12,6 +18,8 @@
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
+#include <linux/capability.h>
+#include <linux/cred.h>
 #include <linux/proc_fs.h>
 #include <linux/seq_file.h>
 #include <net/net_namespace.h>
@@ -127,6 +135,15 @@ static void afrdma_diag_queues(struct sock *sk, u32 *rxq, u32 *txq)
 	}
 }
 
+/* See the top of this file: judged by who opened it, as TCP's diag does. */
+static bool afrdma_diag_shows_qpn(struct seq_file *seq, kuid_t uid)
+{
+	const struct file *file = seq->file;
+
+	return uid_eq(uid, file->f_cred->fsuid) ||
+	       file_ns_capable(file, seq_file_net(seq)->user_ns, CAP_NET_ADMIN);
+}
+
 static void *afrdma_seq_start(struct seq_file *seq, loff_t *pos)
 	__acquires(&afrdma_socks_lock)
 {
@@ -148,8 +165,9 @@ static void afrdma_seq_stop(struct seq_file *seq, void *v)
 static int afrdma_seq_show(struct seq_file *seq, void *v)
 {
 	struct afrdma_sock *ars;
-	u32 rxq, txq;
+	u32 rxq, txq, qpn;
 	struct sock *sk;
+	kuid_t uid;
 	int state;
 
 	if (v == &afrdma_socks) {
@@ -162,14 +180,15 @@ static int afrdma_seq_show(struct seq_file *seq, void *v)
 		return 0;
 	state = READ_ONCE(sk->sk_state);
 	afrdma_diag_queues(sk, &rxq, &txq);
+	uid = sock_i_uid(sk);
+	qpn = afrdma_diag_shows_qpn(seq, uid) ? ars->diag_qpn : 0;
 	seq_printf(seq, "%s %pISpc %pISpc %s %u %u %u %lu %u %s %u\n",
 		   state < ARRAY_SIZE(afrdma_state_names) &&
 		   afrdma_state_names[state] ? afrdma_state_names[state] : "?",
 		   afrdma_diag_addr(&ars->diag_src),
 		   afrdma_diag_addr(&ars->diag_dst),
 		   afrdma_transport_names[READ_ONCE(ars->transport)], rxq, txq,
-		   from_kuid_munged(seq_user_ns(seq), sock_i_uid(sk)),
-		   sock_i_ino(sk), ars->diag_qpn,
+		   from_kuid_munged(seq_user_ns(seq), uid), sock_i_ino(sk), qpn,
 		   ars->diag_dev[0] ? ars->diag_dev : "-",
 		   READ_ONCE(ars->fb_reason));
 	return 0;

@@ -15,7 +15,10 @@
 
 #include "afrdma.h"
 
-/* TCP options stored and read back, with TCP's defaults. */
+/*
+ * TCP options stored and read back, with TCP's defaults; the keepalive
+ * ones start from net.afrdma.keepalive_* instead (afrdma_sockopt_init).
+ */
 static const struct {
 	int	name;
 	int	def;
@@ -25,9 +28,9 @@ static const struct {
 	{ TCP_NODELAY,		0,	0,	1 },
 	{ TCP_CORK,		0,	0,	1 },
 	{ TCP_QUICKACK,		1,	0,	1 },
-	{ TCP_KEEPIDLE,		7200,	1,	MAX_TCP_KEEPIDLE },
-	{ TCP_KEEPINTVL,	75,	1,	MAX_TCP_KEEPINTVL },
-	{ TCP_KEEPCNT,		9,	1,	MAX_TCP_KEEPCNT },
+	{ TCP_KEEPIDLE,	AFRDMA_KEEPALIVE_TIME,	1,	MAX_TCP_KEEPIDLE },
+	{ TCP_KEEPINTVL, AFRDMA_KEEPALIVE_INTVL, 1,	MAX_TCP_KEEPINTVL },
+	{ TCP_KEEPCNT,	AFRDMA_KEEPALIVE_PROBES, 1,	MAX_TCP_KEEPCNT },
 	{ TCP_SYNCNT,		6,	1,	MAX_TCP_SYNCNT },
 	{ TCP_LINGER2,		60,	INT_MIN, INT_MAX },
 	{ TCP_DEFER_ACCEPT,	0,	INT_MIN, INT_MAX },
@@ -51,6 +54,14 @@ int afrdma_tcp_opt_index(int name)
 	return -1;
 }
 
+static bool afrdma_tcp_opt_is_ka(unsigned int i)
+{
+	int name = afrdma_tcp_opts[i].name;
+
+	return name == TCP_KEEPIDLE || name == TCP_KEEPINTVL ||
+	       name == TCP_KEEPCNT;
+}
+
 /* A TCP option's value for the data path; socket lock held. */
 int afrdma_sockopt_tcp(const struct sock *sk, int optname)
 {
@@ -61,11 +72,19 @@ int afrdma_sockopt_tcp(const struct sock *sk, int optname)
 
 void afrdma_sockopt_init(struct sock *sk)
 {
+	const struct afrdma_net *an = afrdma_net(sock_net(sk));
 	struct afrdma_sock *ars = afrdma_sk(sk);
 	unsigned int i;
 
 	for (i = 0; i < ARRAY_SIZE(afrdma_tcp_opts); i++)
 		ars->tcp_opt[i] = afrdma_tcp_opts[i].def;
+	/* Read once: a later sysctl write never reaches this socket. */
+	ars->tcp_opt[afrdma_tcp_opt_index(TCP_KEEPIDLE)] =
+		READ_ONCE(an->keepalive_time);
+	ars->tcp_opt[afrdma_tcp_opt_index(TCP_KEEPINTVL)] =
+		READ_ONCE(an->keepalive_intvl);
+	ars->tcp_opt[afrdma_tcp_opt_index(TCP_KEEPCNT)] =
+		READ_ONCE(an->keepalive_probes);
 	strscpy(ars->tcp_congestion, "cubic", sizeof(ars->tcp_congestion));
 }
 
@@ -78,7 +97,11 @@ void afrdma_sockopt_to_tcp(struct sock *sk, struct socket *tcp)
 
 	for (i = 0; i < ARRAY_SIZE(afrdma_tcp_opts); i++) {
 		val = READ_ONCE(ars->tcp_opt[i]);
-		if (val == afrdma_tcp_opts[i].def)
+		/*
+		 * The keepalive values always go: TCP's own defaults come
+		 * from net.ipv4.tcp_keepalive_*, not from ours.
+		 */
+		if (val == afrdma_tcp_opts[i].def && !afrdma_tcp_opt_is_ka(i))
 			continue;
 		/* Best effort: TCP checked nothing stricter than we did. */
 		tcp->ops->setsockopt(tcp, SOL_TCP, afrdma_tcp_opts[i].name,

@@ -10,6 +10,7 @@
 #include <linux/sysctl.h>
 #include <net/net_namespace.h>
 #include <net/netns/generic.h>
+#include <net/tcp.h>
 
 #include "afrdma.h"
 
@@ -22,21 +23,28 @@ static int afrdma_slot_size_max = AFRDMA_MAX_SLOT_SIZE;
 static int afrdma_fb_timeout_min = 100;
 static int afrdma_fb_timeout_max = 60000;
 static int afrdma_max_conns_max = 1 << 20;
+static int afrdma_ka_time_max = MAX_TCP_KEEPIDLE;
+static int afrdma_ka_intvl_max = MAX_TCP_KEEPINTVL;
+static int afrdma_ka_probes_max = MAX_TCP_KEEPCNT;
 static int afrdma_busy_poll_max = USEC_PER_SEC;
 
-static const struct afrdma_net afrdma_net_defaults = {
+/* The template's .data point in here; each netns moves them to its copy. */
+static struct afrdma_net afrdma_net_defaults = {
 	.rx_slots	= AFRDMA_RX_SLOTS,
 	.tx_slots	= AFRDMA_TX_SLOTS,
 	.slot_size	= AFRDMA_SLOT_SIZE,
 	.fallback	= 1,
 	.fallback_timeout_ms = AFRDMA_FALLBACK_TIMEOUT_MS,
 	.max_conns	= AFRDMA_MAX_CONNS,
+	.keepalive_time	= AFRDMA_KEEPALIVE_TIME,
+	.keepalive_intvl = AFRDMA_KEEPALIVE_INTVL,
+	.keepalive_probes = AFRDMA_KEEPALIVE_PROBES,
 };
 
-/* .data points into init_net's copy; each netns gets its own. */
 static struct ctl_table afrdma_sysctl_template[] = {
 	{
 		.procname	= "rx_slots",
+		.data		= &afrdma_net_defaults.rx_slots,
 		.maxlen		= sizeof(int),
 		.mode		= 0644,
 		.proc_handler	= proc_dointvec_minmax,
@@ -45,6 +53,7 @@ static struct ctl_table afrdma_sysctl_template[] = {
 	},
 	{
 		.procname	= "tx_slots",
+		.data		= &afrdma_net_defaults.tx_slots,
 		.maxlen		= sizeof(int),
 		.mode		= 0644,
 		.proc_handler	= proc_dointvec_minmax,
@@ -53,6 +62,7 @@ static struct ctl_table afrdma_sysctl_template[] = {
 	},
 	{
 		.procname	= "slot_size",
+		.data		= &afrdma_net_defaults.slot_size,
 		.maxlen		= sizeof(int),
 		.mode		= 0644,
 		.proc_handler	= proc_dointvec_minmax,
@@ -61,6 +71,7 @@ static struct ctl_table afrdma_sysctl_template[] = {
 	},
 	{
 		.procname	= "fallback",
+		.data		= &afrdma_net_defaults.fallback,
 		.maxlen		= sizeof(int),
 		.mode		= 0644,
 		.proc_handler	= proc_dointvec_minmax,
@@ -69,6 +80,7 @@ static struct ctl_table afrdma_sysctl_template[] = {
 	},
 	{
 		.procname	= "fallback_timeout_ms",
+		.data		= &afrdma_net_defaults.fallback_timeout_ms,
 		.maxlen		= sizeof(int),
 		.mode		= 0644,
 		.proc_handler	= proc_dointvec_minmax,
@@ -77,6 +89,7 @@ static struct ctl_table afrdma_sysctl_template[] = {
 	},
 	{
 		.procname	= "max_connections",
+		.data		= &afrdma_net_defaults.max_conns,
 		.maxlen		= sizeof(int),
 		.mode		= 0644,
 		.proc_handler	= proc_dointvec_minmax,
@@ -85,14 +98,44 @@ static struct ctl_table afrdma_sysctl_template[] = {
 	},
 	{
 		.procname	= "zerocopy",
+		.data		= &afrdma_net_defaults.zerocopy,
 		.maxlen		= sizeof(int),
 		.mode		= 0644,
 		.proc_handler	= proc_dointvec_minmax,
 		.extra1		= SYSCTL_ZERO,
 		.extra2		= SYSCTL_ONE,
 	},
+	/* TCP_KEEPIDLE, TCP_KEEPINTVL and TCP_KEEPCNT of new sockets. */
+	{
+		.procname	= "keepalive_time",
+		.data		= &afrdma_net_defaults.keepalive_time,
+		.maxlen		= sizeof(int),
+		.mode		= 0644,
+		.proc_handler	= proc_dointvec_minmax,
+		.extra1		= SYSCTL_ONE,
+		.extra2		= &afrdma_ka_time_max,
+	},
+	{
+		.procname	= "keepalive_intvl",
+		.data		= &afrdma_net_defaults.keepalive_intvl,
+		.maxlen		= sizeof(int),
+		.mode		= 0644,
+		.proc_handler	= proc_dointvec_minmax,
+		.extra1		= SYSCTL_ONE,
+		.extra2		= &afrdma_ka_intvl_max,
+	},
+	{
+		.procname	= "keepalive_probes",
+		.data		= &afrdma_net_defaults.keepalive_probes,
+		.maxlen		= sizeof(int),
+		.mode		= 0644,
+		.proc_handler	= proc_dointvec_minmax,
+		.extra1		= SYSCTL_ONE,
+		.extra2		= &afrdma_ka_probes_max,
+	},
 	{
 		.procname	= "busy_poll",
+		.data		= &afrdma_net_defaults.busy_poll,
 		.maxlen		= sizeof(int),
 		.mode		= 0644,
 		.proc_handler	= proc_dointvec_minmax,
@@ -113,7 +156,7 @@ static int __net_init afrdma_net_init(struct net *net)
 {
 	struct afrdma_net *an = afrdma_net(net);
 	struct ctl_table *table;
-
+	unsigned int i;
 	int err;
 
 	*an = afrdma_net_defaults;
@@ -129,14 +172,8 @@ static int __net_init afrdma_net_init(struct net *net)
 			GFP_KERNEL);
 	if (!table)
 		goto fail;
-	table[0].data = &an->rx_slots;
-	table[1].data = &an->tx_slots;
-	table[2].data = &an->slot_size;
-	table[3].data = &an->fallback;
-	table[4].data = &an->fallback_timeout_ms;
-	table[5].data = &an->max_conns;
-	table[6].data = &an->zerocopy;
-	table[7].data = &an->busy_poll;
+	for (i = 0; i < AFRDMA_SYSCTLS; i++)
+		table[i].data += (void *)an - (void *)&afrdma_net_defaults;
 #ifdef AFRDMA_HAVE_REGISTER_NET_SYSCTL_SZ
 	an->sysctl = register_net_sysctl_sz(net, "net/afrdma", table,
 					    AFRDMA_SYSCTLS);
