@@ -30,6 +30,9 @@
 #define AFRDMA_TCP_OPTS		16
 #define AFRDMA_FALLBACK_TIMEOUT_MS	2000
 #define AFRDMA_MAX_CONNS	4096
+#define AFRDMA_ZC_MIN		(16 * 1024)
+/* Send gather entries: a header and up to 16 user pages per SEND. */
+#define AFRDMA_ZC_MAX_SGE	17
 
 /* Local limit on buffers per direction: the QP and CQ are sized from it. */
 #define AFRDMA_MAX_SLOTS_LOCAL	1024
@@ -53,6 +56,8 @@ enum afrdma_mib_field {
 	AFRDMA_MIB_BYTES_RECEIVED,
 	AFRDMA_MIB_COMPLETION_ERRORS,	/* work completions failed, not flushed */
 	AFRDMA_MIB_PROTOCOL_ERRORS,	/* peers reset for breaking the protocol */
+	AFRDMA_MIB_ZEROCOPY_SENDS,	/* MSG_ZEROCOPY calls sent from user pages */
+	AFRDMA_MIB_ZEROCOPY_COPIED,	/* MSG_ZEROCOPY calls copied instead */
 	AFRDMA_MIB_MAX
 };
 
@@ -69,6 +74,7 @@ struct afrdma_net {
 	int			fallback_timeout_ms;
 	int			max_conns;
 	int			zerocopy;
+	int			zerocopy_min;	/* bytes; smaller sends copy */
 	atomic_t		conns;		/* RDMA connections with resources */
 	struct ctl_table_header	*sysctl;
 	struct afrdma_mib __percpu *mib;
@@ -105,12 +111,20 @@ struct afrdma_rx_slot {
 	unsigned int		off;		/* payload already read */
 };
 
+struct afrdma_zc_send;
+
+/*
+ * A send buffer.  @zc is set by the owner when it posts the slot with the
+ * caller's pages (MSG_ZEROCOPY) and released by the slot's completion,
+ * before tx_tail lets anyone reuse the slot.
+ */
 struct afrdma_tx_slot {
 	struct ib_cqe		cqe;
 	struct afrdma_conn	*conn;
 	void			*buf;
 	u64			dma;
 	unsigned int		len;		/* payload bytes in flight */
+	struct afrdma_zc_send	*zc;		/* user pages sent, zerocopy.c */
 };
 
 /*
@@ -153,6 +167,7 @@ struct afrdma_conn {
 	u64			ctrl_dma;
 	unsigned int		tx_payload;	/* bytes of data per SEND */
 	unsigned int		peer_rx_slots;
+	unsigned int		zc_pages;	/* user pages per SEND; 0: copy */
 
 	spinlock_t		lock;		/* the fields below */
 	struct list_head	rx_ready;	/* slots with unread payload */
@@ -353,7 +368,18 @@ void afrdma_conn_fatal(struct afrdma_conn *conn, int err);
 void afrdma_zc_init(struct sock *sk);
 void afrdma_zc_own_sol_socket(struct socket *sock);
 int afrdma_zc_set(struct sock *sk, int val);
-void afrdma_zc_sent(struct sock *sk, int flags, int sent);
+int afrdma_zc_begin(struct sock *sk, const struct afrdma_conn *conn,
+		    const struct msghdr *msg, size_t len,
+		    struct ubuf_info **uargp);
+void afrdma_zc_end(struct ubuf_info *uarg, size_t sent);
+struct afrdma_zc_send *afrdma_zc_pin(struct iov_iter *from, size_t max,
+				     unsigned int max_pages);
+size_t afrdma_zc_len(const struct afrdma_zc_send *zs);
+int afrdma_zc_post(struct afrdma_conn *conn, struct afrdma_tx_slot *slot,
+		   struct afrdma_zc_send *zs, struct ubuf_info *uarg,
+		   unsigned int hdr_len);
+void afrdma_zc_drop(struct afrdma_zc_send *zs, struct iov_iter *from);
+void afrdma_zc_done(struct afrdma_conn *conn, struct afrdma_zc_send *zs);
 int afrdma_zc_recv(struct sock *sk, struct msghdr *msg, size_t len);
 
 /* keepalive.c */

@@ -37,6 +37,8 @@ static const char * const afrdma_mib_names[AFRDMA_MIB_MAX] = {
 	[AFRDMA_MIB_BYTES_RECEIVED]	= "BytesReceived",
 	[AFRDMA_MIB_COMPLETION_ERRORS]	= "CompletionErrors",
 	[AFRDMA_MIB_PROTOCOL_ERRORS]	= "ProtocolErrors",
+	[AFRDMA_MIB_ZEROCOPY_SENDS]	= "ZeroCopySends",
+	[AFRDMA_MIB_ZEROCOPY_COPIED]	= "ZeroCopyCopied",
 };
 
 static int afrdma_stat_show(struct seq_file *seq, void *v)
