@@ -812,9 +812,7 @@ static int afrdma_sock_sendmsg(struct socket *sock, struct msghdr *msg,
 	}
 	if (afrdma_on_tcp(sk))
 		return afrdma_fb_sendmsg(sock, msg, len);
-	err = afrdma_sendmsg(sock, msg, len);
-	afrdma_zc_sent(sk, msg->msg_flags, err);
-	return err;
+	return afrdma_sendmsg(sock, msg, len);
 }
 
 static int afrdma_sock_recvmsg(struct socket *sock, struct msghdr *msg,

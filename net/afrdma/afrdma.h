@@ -38,6 +38,9 @@
 /* RC's retries and ack timeout (4.096 us << it); see cm.c for why. */
 #define AFRDMA_RC_RETRIES	6
 #define AFRDMA_ACK_TIMEOUT	19
+#define AFRDMA_ZC_MIN		(16 * 1024)
+/* Send gather entries: a header and up to 16 user pages per SEND. */
+#define AFRDMA_ZC_MAX_SGE	17
 
 /* Local limit on buffers per direction: the QP and CQ are sized from it. */
 #define AFRDMA_MAX_SLOTS_LOCAL	1024
@@ -63,6 +66,8 @@ enum afrdma_mib_field {
 	AFRDMA_MIB_PROTOCOL_ERRORS,	/* peers reset for breaking the protocol */
 	AFRDMA_MIB_BUSY_POLL_HITS,	/* a spin in recv found data */
 	AFRDMA_MIB_BUSY_POLL_MISSES,	/* a spin ended in a sleep after all */
+	AFRDMA_MIB_ZEROCOPY_SENDS,	/* MSG_ZEROCOPY calls sent from user pages */
+	AFRDMA_MIB_ZEROCOPY_COPIED,	/* MSG_ZEROCOPY calls copied instead */
 	AFRDMA_MIB_MAX
 };
 
@@ -83,6 +88,7 @@ struct afrdma_net {
 	int			keepalive_intvl;
 	int			keepalive_probes;
 	int			busy_poll;	/* usecs; SO_BUSY_POLL's default */
+	int			zerocopy_min;	/* bytes; smaller sends copy */
 	atomic_t		conns;		/* RDMA connections with resources */
 	struct ctl_table_header	*sysctl;
 	struct afrdma_mib __percpu *mib;
@@ -119,12 +125,20 @@ struct afrdma_rx_slot {
 	unsigned int		off;		/* payload already read */
 };
 
+struct afrdma_zc_send;
+
+/*
+ * A send buffer.  @zc is set by the owner when it posts the slot with the
+ * caller's pages (MSG_ZEROCOPY) and released by the slot's completion,
+ * before tx_tail lets anyone reuse the slot.
+ */
 struct afrdma_tx_slot {
 	struct ib_cqe		cqe;
 	struct afrdma_conn	*conn;
 	void			*buf;
 	u64			dma;
 	unsigned int		len;		/* payload bytes in flight */
+	struct afrdma_zc_send	*zc;		/* user pages sent, zerocopy.c */
 };
 
 /*
@@ -167,6 +181,7 @@ struct afrdma_conn {
 	u64			ctrl_dma;
 	unsigned int		tx_payload;	/* bytes of data per SEND */
 	unsigned int		peer_rx_slots;
+	unsigned int		zc_pages;	/* user pages per SEND; 0: copy */
 
 	spinlock_t		lock;		/* the fields below */
 	struct list_head	rx_ready;	/* slots with unread payload */
@@ -369,7 +384,18 @@ void afrdma_conn_fatal(struct afrdma_conn *conn, int err);
 void afrdma_zc_init(struct sock *sk);
 void afrdma_zc_own_sol_socket(struct socket *sock);
 int afrdma_zc_set(struct sock *sk, int val);
-void afrdma_zc_sent(struct sock *sk, int flags, int sent);
+int afrdma_zc_begin(struct sock *sk, const struct afrdma_conn *conn,
+		    const struct msghdr *msg, size_t len,
+		    struct ubuf_info **uargp);
+void afrdma_zc_end(struct ubuf_info *uarg, size_t sent);
+struct afrdma_zc_send *afrdma_zc_pin(struct iov_iter *from, size_t max,
+				     unsigned int max_pages);
+size_t afrdma_zc_len(const struct afrdma_zc_send *zs);
+int afrdma_zc_post(struct afrdma_conn *conn, struct afrdma_tx_slot *slot,
+		   struct afrdma_zc_send *zs, struct ubuf_info *uarg,
+		   unsigned int hdr_len);
+void afrdma_zc_drop(struct afrdma_zc_send *zs, struct iov_iter *from);
+void afrdma_zc_done(struct afrdma_conn *conn, struct afrdma_zc_send *zs);
 int afrdma_zc_recv(struct sock *sk, struct msghdr *msg, size_t len);
 
 /* keepalive.c */

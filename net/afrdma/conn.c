@@ -148,7 +148,9 @@ static int afrdma_create_qp(struct afrdma_conn *conn)
 	attr.recv_cq = conn->cq;
 	attr.cap.max_send_wr = conn->tx_slots + AFRDMA_CTRL_SLOTS + 2;
 	attr.cap.max_recv_wr = conn->rx_slots + 1;
-	attr.cap.max_send_sge = 1;
+	/* A header and user pages per zero-copy SEND, where the HCA can. */
+	attr.cap.max_send_sge = clamp_t(u32, ibdev->attrs.max_send_sge, 1,
+					AFRDMA_ZC_MAX_SGE);
 	attr.cap.max_recv_sge = 1;
 	attr.sq_sig_type = IB_SIGNAL_REQ_WR;
 	attr.qp_type = IB_QPT_RC;
@@ -157,6 +159,8 @@ static int afrdma_create_qp(struct afrdma_conn *conn)
 	if (err)
 		return err;
 	conn->qp = conn->cm_id->qp;
+	conn->zc_pages = min_t(u32, attr.cap.max_send_sge,
+			       AFRDMA_ZC_MAX_SGE) - 1;
 	return 0;
 }
 

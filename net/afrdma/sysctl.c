@@ -39,6 +39,7 @@ static struct afrdma_net afrdma_net_defaults = {
 	.keepalive_time	= AFRDMA_KEEPALIVE_TIME,
 	.keepalive_intvl = AFRDMA_KEEPALIVE_INTVL,
 	.keepalive_probes = AFRDMA_KEEPALIVE_PROBES,
+	.zerocopy_min	= AFRDMA_ZC_MIN,
 };
 
 static struct ctl_table afrdma_sysctl_template[] = {
@@ -141,6 +142,15 @@ static struct ctl_table afrdma_sysctl_template[] = {
 		.proc_handler	= proc_dointvec_minmax,
 		.extra1		= SYSCTL_ZERO,
 		.extra2		= &afrdma_busy_poll_max,
+	},
+	{
+		.procname	= "zerocopy_min",
+		.data		= &afrdma_net_defaults.zerocopy_min,
+		.maxlen		= sizeof(int),
+		.mode		= 0644,
+		.proc_handler	= proc_dointvec_minmax,
+		.extra1		= SYSCTL_ZERO,
+		.extra2		= SYSCTL_INT_MAX,
 	},
 	{ }	/* sentinel, for kernels that still want one */
 };
