@@ -2,8 +2,9 @@
 /*
  * afrdma socket listing: /proc/net/afrdma, one line per socket of the
  * reader's network namespace, with what /proc/net/tcp shows for TCP (state,
- * addresses, queues, uid, inode) plus the transport, QP number and RDMA
- * device.  `afrdma ss` formats it.
+ * addresses, queues, uid, inode) plus the transport, QP number, RDMA
+ * device and the receive and send rings (buffers now/at most).  `afrdma
+ * ss` formats it.
  *
  * Every afrdma socket is on afrdma_socks from init to destruct.  The
  * lock also guards the names and device snapshot in struct afrdma_sock and
@@ -147,13 +148,15 @@ static void afrdma_seq_stop(struct seq_file *seq, void *v)
 
 static int afrdma_seq_show(struct seq_file *seq, void *v)
 {
+	unsigned int rx = 0, rx_max = 0, tx = 0, tx_max = 0;
+	struct afrdma_conn *conn;
 	struct afrdma_sock *ars;
 	u32 rxq, txq;
 	struct sock *sk;
 	int state;
 
 	if (v == &afrdma_socks) {
-		seq_puts(seq, "state local remote transport rx_queue tx_queue uid inode qpn device fallback_reason\n");
+		seq_puts(seq, "state local remote transport rx_queue tx_queue uid inode qpn device fallback_reason rx_slots tx_slots\n");
 		return 0;
 	}
 	ars = list_entry(v, struct afrdma_sock, diag_node);
@@ -162,7 +165,14 @@ static int afrdma_seq_show(struct seq_file *seq, void *v)
 		return 0;
 	state = READ_ONCE(sk->sk_state);
 	afrdma_diag_queues(sk, &rxq, &txq);
-	seq_printf(seq, "%s %pISpc %pISpc %s %u %u %u %lu %u %s %u\n",
+	conn = ars->conn;
+	if (conn && !READ_ONCE(conn->torn)) {
+		rx = READ_ONCE(conn->rx_slots);
+		rx_max = READ_ONCE(conn->rx_max);
+		tx = READ_ONCE(conn->tx_slots);
+		tx_max = READ_ONCE(conn->tx_max);
+	}
+	seq_printf(seq, "%s %pISpc %pISpc %s %u %u %u %lu %u %s %u %u/%u %u/%u\n",
 		   state < ARRAY_SIZE(afrdma_state_names) &&
 		   afrdma_state_names[state] ? afrdma_state_names[state] : "?",
 		   afrdma_diag_addr(&ars->diag_src),
@@ -171,7 +181,7 @@ static int afrdma_seq_show(struct seq_file *seq, void *v)
 		   from_kuid_munged(seq_user_ns(seq), sock_i_uid(sk)),
 		   sock_i_ino(sk), ars->diag_qpn,
 		   ars->diag_dev[0] ? ars->diag_dev : "-",
-		   READ_ONCE(ars->fb_reason));
+		   READ_ONCE(ars->fb_reason), rx, rx_max, tx, tx_max);
 	return 0;
 }
 

@@ -27,6 +27,7 @@ static const struct afrdma_net afrdma_net_defaults = {
 	.rx_slots	= AFRDMA_RX_SLOTS,
 	.tx_slots	= AFRDMA_TX_SLOTS,
 	.slot_size	= AFRDMA_SLOT_SIZE,
+	.initial_slots	= AFRDMA_INITIAL_SLOTS,
 	.fallback	= 1,
 	.fallback_timeout_ms = AFRDMA_FALLBACK_TIMEOUT_MS,
 	.max_conns	= AFRDMA_MAX_CONNS,
@@ -90,6 +91,14 @@ static struct ctl_table afrdma_sysctl_template[] = {
 		.extra1		= SYSCTL_ZERO,
 		.extra2		= SYSCTL_ONE,
 	},
+	{
+		.procname	= "initial_slots",
+		.maxlen		= sizeof(int),
+		.mode		= 0644,
+		.proc_handler	= proc_dointvec_minmax,
+		.extra1		= &afrdma_slots_min,
+		.extra2		= &afrdma_slots_max,
+	},
 	{ }	/* sentinel, for kernels that still want one */
 };
 
@@ -127,6 +136,7 @@ static int __net_init afrdma_net_init(struct net *net)
 	table[4].data = &an->fallback_timeout_ms;
 	table[5].data = &an->max_conns;
 	table[6].data = &an->zerocopy;
+	table[7].data = &an->initial_slots;
 #ifdef AFRDMA_HAVE_REGISTER_NET_SYSCTL_SZ
 	an->sysctl = register_net_sysctl_sz(net, "net/afrdma", table,
 					    AFRDMA_SYSCTLS);
