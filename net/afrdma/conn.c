@@ -269,9 +269,11 @@ static void afrdma_conn_grow_work(struct work_struct *work)
 	unsigned int added;
 
 	lock_sock(sk);
+	/* Not before afrdma_conn_start(): the peer may not take the credits. */
 	if (afrdma_sk(sk)->conn == conn && !conn->torn) {
-		added = afrdma_rx_add(conn, min(conn->rx_slots,
-						conn->rx_max - conn->rx_slots));
+		added = READ_ONCE(conn->peer_rx_slots) ?
+			afrdma_rx_add(conn, min(conn->rx_slots,
+						conn->rx_max - conn->rx_slots)) : 0;
 		spin_lock_bh(&conn->lock);
 		conn->rx_grow = false;
 		conn->rx_owed += added;
