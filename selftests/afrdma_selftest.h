@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 /* The address of rxe0's netdev (va), from vm-run's environment. */
 static inline const char *test_addr(bool v6)
@@ -151,6 +152,37 @@ static inline int tcp_listen_on(const char *host, unsigned short *port)
 fail:
 	close(fd);
 	return -1;
+}
+
+/* A connection's rings from /proc/net/afrdma: buffers now and at most. */
+struct afrdma_rings {
+	unsigned int	rx, rx_max, tx, tx_max;
+};
+
+/* @fd's rings, found by the socket's inode; -1 if it is not listed. */
+static inline int afrdma_rings(int fd, struct afrdma_rings *r)
+{
+	FILE *f = fopen("/proc/net/afrdma", "r");
+	unsigned long ino;
+	char line[512];
+	struct stat st;
+	int ret = -1;
+
+	if (!f)
+		return -1;
+	if (fstat(fd, &st))
+		goto out;
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "%*s %*s %*s %*s %*u %*u %*u %lu %*u %*s %*u %u/%u %u/%u",
+			   &ino, &r->rx, &r->rx_max, &r->tx, &r->tx_max) == 5 &&
+		    ino == st.st_ino) {
+			ret = 0;
+			break;
+		}
+	}
+out:
+	fclose(f);
+	return ret;
 }
 
 #endif /* _AFRDMA_SELFTEST_H */

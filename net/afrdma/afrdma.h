@@ -23,6 +23,7 @@
 
 #define AFRDMA_RX_SLOTS		32
 #define AFRDMA_TX_SLOTS		32
+#define AFRDMA_INITIAL_SLOTS	AFRDMA_MIN_SLOTS	/* each way, grown later */
 #define AFRDMA_CTRL_SLOTS	8
 #define AFRDMA_CTRL_SIZE	64	/* one header, cache-line spaced */
 #define AFRDMA_SLOT_SIZE	(16 * 1024)
@@ -80,6 +81,7 @@ struct afrdma_net {
 	int			rx_slots;
 	int			tx_slots;
 	int			slot_size;
+	int			initial_slots;
 	int			fallback;
 	int			fallback_timeout_ms;
 	int			max_conns;
@@ -143,8 +145,16 @@ struct afrdma_tx_slot {
 
 /*
  * The RDMA side of one connection: an RC QP, a CQ from the pool, and the
- * receive and send buffers, DMA-mapped once for the connection's lifetime
- * and used with the PD's local DMA lkey.
+ * receive and send buffers, DMA-mapped once and kept for the connection's
+ * lifetime, used with the PD's local DMA lkey.
+ *
+ * The rings start at net.afrdma.initial_slots buffers each way and double,
+ * up to @rx_max and @tx_max, while traffic needs it (conn.c); the QP and
+ * CQ are sized for the maxima from the start.  Only the owner grows them,
+ * in process context (sendmsg(), or @grow_work with the socket locked).
+ * @rx (the buffers, in no order) is the owner's alone; @tx, a ring indexed
+ * by tx_head % tx_slots, is replaced under @lock, and @rx_slots and
+ * @tx_slots change under it.
  *
  * Locking: the owner holds the socket lock to create, use and tear down
  * the connection; the structure lives as long as the socket.  @lock, a BH
@@ -170,17 +180,19 @@ struct afrdma_conn {
 	struct ib_cq		*cq;
 	unsigned int		cq_size;
 
-	struct afrdma_rx_slot	*rx;
-	unsigned int		rx_slots;
+	struct afrdma_rx_slot	**rx;
+	unsigned int		rx_slots;	/* receive buffers posted */
+	unsigned int		rx_max;
 	unsigned int		rx_slot_size;
-	struct afrdma_tx_slot	*tx;
-	unsigned int		tx_slots;
+	struct afrdma_tx_slot	**tx;
+	unsigned int		tx_slots;	/* send buffers */
+	unsigned int		tx_max;
 	unsigned int		tx_slot_size;
 	struct afrdma_tx_slot	ctrl[AFRDMA_CTRL_SLOTS];
 	void			*ctrl_buf;
 	u64			ctrl_dma;
 	unsigned int		tx_payload;	/* bytes of data per SEND */
-	unsigned int		peer_rx_slots;
+	unsigned int		peer_rx_slots;	/* most buffers it may offer */
 	unsigned int		zc_pages;	/* user pages per SEND; 0: copy */
 
 	spinlock_t		lock;		/* the fields below */
@@ -196,6 +208,7 @@ struct afrdma_conn {
 	unsigned int		ctrl_head;	/* control SENDs posted */
 	unsigned int		ctrl_tail;	/* control SENDs completed */
 	unsigned int		tx_credits;	/* peer receive buffers free */
+	bool			rx_grow;	/* grow_work queued */
 	bool			fin_rcvd;
 	bool			fin_pending;	/* shut down, FIN not yet sent */
 	bool			fin_sent;
@@ -207,6 +220,7 @@ struct afrdma_conn {
 	bool			tx_cork;	/* TCP_CORK */
 	bool			tx_nodelay;	/* TCP_NODELAY */
 	struct timer_list	cork_timer;	/* TCP's 200 ms cork ceiling */
+	struct work_struct	grow_work;	/* grows @rx; holds a sock ref */
 
 	/* keepalive.c; see its locking note */
 	struct timer_list	ka_timer;
@@ -370,7 +384,8 @@ int afrdma_cm_create_id(struct sock *sk);
 int afrdma_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev);
 
 /* conn.c */
-struct afrdma_conn *afrdma_conn_create(struct sock *sk, struct rdma_cm_id *id);
+struct afrdma_conn *afrdma_conn_create(struct sock *sk, struct rdma_cm_id *id,
+				       bool grow);
 void afrdma_conn_teardown(struct afrdma_conn *conn);
 void afrdma_conn_free(struct afrdma_conn *conn);
 void afrdma_conn_params(const struct afrdma_conn *conn,
@@ -379,6 +394,8 @@ int afrdma_conn_start(struct afrdma_conn *conn,
 		      const struct afrdma_cm_params *peer);
 void afrdma_conn_abort(struct sock *sk, int err);
 void afrdma_conn_fatal(struct afrdma_conn *conn, int err);
+void afrdma_conn_want_rx(struct afrdma_conn *conn);
+int afrdma_conn_grow_tx(struct afrdma_conn *conn);
 
 /* zerocopy.c */
 void afrdma_zc_init(struct sock *sk);

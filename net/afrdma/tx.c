@@ -72,7 +72,7 @@ bool afrdma_tx_writable(const struct afrdma_conn *conn)
 	if (pending)
 		return pending < READ_ONCE(conn->tx_payload);
 	return READ_ONCE(conn->tx_head) - READ_ONCE(conn->tx_tail) <
-			conn->tx_slots &&
+			READ_ONCE(conn->tx_slots) &&
 	       READ_ONCE(conn->tx_credits) >= 2;
 }
 
@@ -142,7 +142,7 @@ static int afrdma_tx_push_locked(struct afrdma_conn *conn)
 	    conn->tx_credits < 2)
 		return 0;
 
-	slot = &conn->tx[conn->tx_head % conn->tx_slots];
+	slot = conn->tx[conn->tx_head % conn->tx_slots];
 	afrdma_build_msg(slot->buf, AFRDMA_MSG_DATA, conn->rx_owed,
 			 conn->tx_pending);
 	err = afrdma_post_send(conn, slot, AFRDMA_HDR_LEN + conn->tx_pending);
@@ -358,7 +358,7 @@ static int afrdma_tx_zc(struct afrdma_conn *conn, struct afrdma_zc_send *zs,
 	    conn->tx_credits < 2)
 		goto out;
 
-	slot = &conn->tx[conn->tx_head % conn->tx_slots];
+	slot = conn->tx[conn->tx_head % conn->tx_slots];
 	afrdma_build_msg(slot->buf, AFRDMA_MSG_DATA, conn->rx_owed, len);
 	err = afrdma_zc_post(conn, slot, zs, uarg, AFRDMA_HDR_LEN);
 	if (err) {
@@ -415,6 +415,7 @@ int afrdma_sendmsg(struct socket *sock, struct msghdr *msg, size_t len)
 		DEFINE_WAIT_FUNC(wait, woken_wake_function);
 		unsigned int room, off, chunk, copied;
 		struct afrdma_tx_slot *slot;
+		bool grow = false;
 
 		conn = afrdma_sk(sk)->conn;
 		/*
@@ -466,7 +467,11 @@ int afrdma_sendmsg(struct socket *sock, struct msghdr *msg, size_t len)
 		room = afrdma_tx_room_locked(conn);
 		off = conn->tx_pending;
 		/* With tx_filling set the slot, and so tx_head, stays put. */
-		slot = &conn->tx[conn->tx_head % conn->tx_slots];
+		slot = room ? conn->tx[conn->tx_head % conn->tx_slots] : NULL;
+		/* The ring, not the peer, holds us back: it may grow. */
+		grow = !room && conn->tx_slots < conn->tx_max &&
+		       conn->tx_head - conn->tx_tail >= conn->tx_slots &&
+		       conn->tx_credits >= 2;
 		if (room) {
 			conn->tx_filling = true;
 			if (!off)
@@ -500,6 +505,8 @@ int afrdma_sendmsg(struct socket *sock, struct msghdr *msg, size_t len)
 			continue;
 		}
 block:
+		if (grow && !afrdma_conn_grow_tx(conn))
+			continue;
 		if (!timeo) {
 			err = -EAGAIN;
 			break;
