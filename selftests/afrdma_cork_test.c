@@ -332,13 +332,38 @@ static void behind_window(struct __test_metadata *_metadata, int cfd, int sfd,
 	free(in);
 }
 
+/*
+ * A new connection whose rings start at their largest, so that the window
+ * is wide at once (how rings grow is afrdma_ring_test's business).
+ */
+static void wide_pair(struct __test_metadata *_metadata,
+		      FIXTURE_DATA(cork) *self,
+		      const FIXTURE_VARIANT(cork) *variant)
+{
+	int initial = afrdma_sysctl("initial_slots", -1);
+
+	ASSERT_LT(0, initial);
+	close(self->cfd);
+	close(self->sfd);
+	self->cfd = -1;
+	self->sfd = -1;
+	ASSERT_LT(0, afrdma_sysctl("initial_slots", afrdma_sysctl("rx_slots", -1)));
+	self->cfd = afrdma_connect_to(variant->t, test_addr(variant->v6), self->port);
+	afrdma_sysctl("initial_slots", initial);
+	ASSERT_LE(0, self->cfd) TH_LOG("connect: %s", strerror(errno));
+	self->sfd = accept(self->lfd, NULL, NULL);
+	ASSERT_LE(0, self->sfd) TH_LOG("accept: %s", strerror(errno));
+}
+
 TEST_F(cork, nagle_behind_window)
 {
+	wide_pair(_metadata, self, variant);
 	behind_window(_metadata, self->cfd, self->sfd, false);
 }
 
 TEST_F(cork, nodelay_behind_window)
 {
+	wide_pair(_metadata, self, variant);
 	behind_window(_metadata, self->cfd, self->sfd, true);
 }
 

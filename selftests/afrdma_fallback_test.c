@@ -281,21 +281,13 @@ TEST_F(fb, listener_serves_both)
 TEST_F(fb, tcp_server)
 {
 	long long rejected = afrdma_stat("FallbackRejected");
-	struct sockaddr_storage ss;
 	unsigned short port;
 	struct tcp_info ti;
 	int one = 1, tl, v;
 	socklen_t len;
 
-	len = afrdma_make_addr(&ss, test_addr(variant->v6), 0);
-	tl = socket(ss.ss_family, SOCK_STREAM, 0);
+	tl = tcp_listen_on(test_addr(variant->v6), &port);
 	ASSERT_LE(0, tl);
-	ASSERT_EQ(0, setsockopt(tl, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)));
-	ASSERT_EQ(0, bind(tl, (struct sockaddr *)&ss, len));
-	ASSERT_EQ(0, listen(tl, 4));
-	len = sizeof(ss);
-	ASSERT_EQ(0, getsockname(tl, (struct sockaddr *)&ss, &len));
-	port = afrdma_addr_port(&ss);
 
 	self->cfd = afrdma_connect_to(variant->t, test_addr(variant->v6), port);
 	ASSERT_LE(0, self->cfd) TH_LOG("connect: %s", strerror(errno));

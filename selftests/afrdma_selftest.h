@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 /* The address of rxe0's netdev (va), from vm-run's environment. */
 static inline const char *test_addr(bool v6)
@@ -30,19 +31,33 @@ static inline int wait_for(int fd, short events, int ms)
 	return p.revents;
 }
 
-/* Number of RC QPs that `rdma resource show qp` lists right now. */
-static inline int rc_qps(void)
+/* Lines of `rdma resource show @kind` that contain @match. */
+static inline int rdma_res_count(const char *kind, const char *match)
 {
-	FILE *p = popen("rdma resource show qp 2>/dev/null", "r");
 	char line[512];
 	int n = 0;
+	FILE *p;
 
+	snprintf(line, sizeof(line), "rdma resource show %s 2>/dev/null", kind);
+	p = popen(line, "r");
 	if (!p)
 		return -1;
 	while (fgets(line, sizeof(line), p))
-		if (strstr(line, "type RC"))
+		if (strstr(line, match))
 			n++;
 	return pclose(p) == 0 ? n : -1;
+}
+
+/* Number of RC QPs that `rdma resource show qp` lists right now. */
+static inline int rc_qps(void)
+{
+	return rdma_res_count("qp", "type RC");
+}
+
+/* Memory regions that `rdma resource show mr` lists right now. */
+static inline int rdma_mrs(void)
+{
+	return rdma_res_count("mr", "mrn");
 }
 
 /* QPs on all devices, from the per-device summary of `rdma resource`. */
@@ -70,10 +85,10 @@ static inline void fill(unsigned char *buf, size_t len, unsigned int seed)
 		buf[i] = (unsigned char)((i * 131 + seed * 7 + (i >> 9)) & 0xff);
 }
 
-/* One counter from /proc/net/afrdma_stat, or -1. */
-static inline long long afrdma_stat(const char *name)
+/* The value of @name in a file of "name value" lines, or -1. */
+static inline long long file_stat(const char *path, const char *name)
 {
-	FILE *f = fopen("/proc/net/afrdma_stat", "r");
+	FILE *f = fopen(path, "r");
 	char key[64];
 	long long val, ret = -1;
 
@@ -84,6 +99,12 @@ static inline long long afrdma_stat(const char *name)
 			ret = val;
 	fclose(f);
 	return ret;
+}
+
+/* One counter from /proc/net/afrdma_stat, or -1. */
+static inline long long afrdma_stat(const char *name)
+{
+	return file_stat("/proc/net/afrdma_stat", name);
 }
 
 /* Reads or writes net.afrdma.@name; -1 on error. */
@@ -104,6 +125,64 @@ static inline int afrdma_sysctl(const char *name, int set)
 	if (fclose(f))
 		val = -1;
 	return val;
+}
+
+/*
+ * A plain TCP listener on @host (needs lib/afrdma_sock.h first), its port
+ * in @port; -1 on error.
+ */
+static inline int tcp_listen_on(const char *host, unsigned short *port)
+{
+	struct sockaddr_storage ss;
+	socklen_t len;
+	int one = 1, fd;
+
+	len = afrdma_make_addr(&ss, host, 0);
+	fd = socket(ss.ss_family, SOCK_STREAM, 0);
+	if (fd < 0)
+		return -1;
+	if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) ||
+	    bind(fd, (struct sockaddr *)&ss, len) || listen(fd, 4))
+		goto fail;
+	len = sizeof(ss);
+	if (getsockname(fd, (struct sockaddr *)&ss, &len))
+		goto fail;
+	*port = afrdma_addr_port(&ss);
+	return fd;
+fail:
+	close(fd);
+	return -1;
+}
+
+/* A connection's rings from /proc/net/afrdma: buffers now and at most. */
+struct afrdma_rings {
+	unsigned int	rx, rx_max, tx, tx_max;
+};
+
+/* @fd's rings, found by the socket's inode; -1 if it is not listed. */
+static inline int afrdma_rings(int fd, struct afrdma_rings *r)
+{
+	FILE *f = fopen("/proc/net/afrdma", "r");
+	unsigned long ino;
+	char line[512];
+	struct stat st;
+	int ret = -1;
+
+	if (!f)
+		return -1;
+	if (fstat(fd, &st))
+		goto out;
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "%*s %*s %*s %*s %*u %*u %*u %lu %*u %*s %*u %u/%u %u/%u",
+			   &ino, &r->rx, &r->rx_max, &r->tx, &r->tx_max) == 5 &&
+		    ino == st.st_ino) {
+			ret = 0;
+			break;
+		}
+	}
+out:
+	fclose(f);
+	return ret;
 }
 
 #endif /* _AFRDMA_SELFTEST_H */

@@ -3,8 +3,9 @@
 #
 # Device removal and arrival: `rdma link delete rxe0` under a blocked recv
 # resets the connection (ECONNRESET, no hang), an rxe device added
-# afterwards carries new connections, and removal under 16 busy streams
-# ends every one of them with an error, promptly, leaving no QP behind.
+# afterwards carries new connections, removal under 16 busy streams
+# ends every one of them with an error, promptly, leaving no QP behind,
+# and removal under a blocked MSG_ZEROCOPY sender releases its pages.
 # Needs the vm-run guest's rxe0 on va; run last, it replaces that device.
 # Prints TAP.
 set -u
@@ -22,12 +23,13 @@ add_rxe0()
 }
 
 echo "TAP version 13"
-echo "1..3"
+echo "1..4"
 if ! rdma link show rxe0/1 >/dev/null 2>&1; then
 	echo "# no rxe0: not inside tools/testing/vm-run"
 	tap_result fail device_removal
 	tap_result fail device_added_later
 	tap_result fail device_removal_under_load
+	tap_result fail device_removal_zerocopy
 	tap_totals
 	exit 1
 fi
@@ -123,6 +125,80 @@ if under_load; then
 	tap_result ok device_removal_under_load
 else
 	tap_result fail device_removal_under_load
+fi
+add_rxe0
+
+# Pages pinned with FOLL_PIN, system-wide, once the count holds still.
+pins_held()
+{
+	local prev='' cur
+	for _ in $(seq 30); do
+		cur=$(awk '$1 == "nr_foll_pin_acquired" { a = $2 }
+			$1 == "nr_foll_pin_released" { r = $2 }
+			END { print a - r }' /proc/vmstat)
+		[ "$cur" = "$prev" ] && break
+		prev=$cur
+		sleep 0.2
+	done
+	echo "$cur"
+}
+
+# A MSG_ZEROCOPY sender blocked on a peer that reads nothing, holding
+# pinned pages, when rxe0 goes: the send fails and every pin is released.
+zc_removal()
+{
+	local log py held during after del
+
+	log=$(mktemp)
+	held=$(pins_held)
+	python3 - "$addr" > "$log" 2>&1 <<'PY' &
+import socket, sys
+addr = sys.argv[1]
+p = int(open("/sys/module/afrdma/parameters/ipproto").read())
+s = socket.socket(socket.AF_INET, socket.SOCK_STREAM, p)
+s.bind((addr, 0))
+s.listen(1)
+c = socket.socket(socket.AF_INET, socket.SOCK_STREAM, p)
+c.connect(s.getsockname())
+a, _ = s.accept()
+try:
+    c.setsockopt(socket.SOL_SOCKET, 60, 1)      # SO_ZEROCOPY
+except OSError:
+    c.setsockopt(299, 4, 1)                     # SOL_RDMA, AFRDMA_ZEROCOPY
+buf = bytearray(b"z" * (1 << 20))
+print("connected", flush=True)
+try:
+    while True:
+        c.send(buf, 0x4000000)                  # MSG_ZEROCOPY
+except OSError as e:
+    print("send", e.strerror)
+PY
+	py=$!
+	for _ in $(seq 100); do
+		grep -q connected "$log" && break
+		sleep 0.1
+	done
+	sleep 1
+	during=$(pins_held)
+	timeout 30 rdma link delete rxe0
+	del=$?
+	timeout 30 tail --pid=$py -f /dev/null
+	wait $py
+	for _ in $(seq 50); do
+		after=$(pins_held)
+		[ "$after" -le "$held" ] && break
+		sleep 0.2
+	done
+	sed 's/^/# /' "$log"
+	rm -f "$log"
+	echo "# pinned pages: $held before, $during while blocked, $after after"
+	[ $del = 0 ] && [ "$during" -gt "$held" ] && [ "$after" -le "$held" ]
+}
+
+if zc_removal; then
+	tap_result ok device_removal_zerocopy
+else
+	tap_result fail device_removal_zerocopy
 fi
 add_rxe0
 tap_totals

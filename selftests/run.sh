@@ -72,6 +72,7 @@ run afrdma_cork_test ./selftests/afrdma_cork_test
 run afrdma_fallback_test ./selftests/afrdma_fallback_test
 run afrdma_stress_test ./selftests/afrdma_stress_test
 run afrdma_zerocopy_test ./selftests/afrdma_zerocopy_test
+run afrdma_ring_test ./selftests/afrdma_ring_test
 run python_echo python3 ./selftests/echo.py
 run preload ./selftests/preload.sh
 run preload_filter ./selftests/preload_filter.py

@@ -59,16 +59,18 @@ static const char *const fallback_reasons[] = {
 
 /*
  * /proc/net/afrdma: "state local remote transport rx_queue tx_queue uid
- * inode qpn device fallback_reason" after a header line.  Like ss, the
+ * inode qpn device fallback_reason rx_slots tx_slots" after a header line,
+ * the rings as now/largest.  Like ss, the
  * default leaves listeners out; -l shows only them, -a everything.
  */
 static int cmd_ss(int which)
 {
 	const char *path = "/proc/net/afrdma";
 	char state[16], local[64], remote[64], transport[8], dev[64];
-	unsigned int rxq, txq, uid, qpn, reason;
+	unsigned int rxq, txq, uid, qpn, reason, rx, rx_max, tx, tx_max;
 	unsigned long ino;
 	char line[512];
+	int fields;
 	FILE *f;
 
 	f = open_proc(path);
@@ -83,9 +85,10 @@ static int cmd_ss(int which)
 	while (fgets(line, sizeof(line), f)) {
 		bool listening;
 
-		if (sscanf(line, "%15s %63s %63s %7s %u %u %u %lu %u %63s %u",
-			   state, local, remote, transport, &rxq, &txq, &uid,
-			   &ino, &qpn, dev, &reason) != 11)
+		fields = sscanf(line, "%15s %63s %63s %7s %u %u %u %lu %u %63s %u %u/%u %u/%u",
+				state, local, remote, transport, &rxq, &txq, &uid,
+				&ino, &qpn, dev, &reason, &rx, &rx_max, &tx, &tx_max);
+		if (fields < 11)
 			continue;
 		listening = !strcmp(state, "LISTEN");
 		if ((which == 'l' && !listening) || (!which && listening))
@@ -98,6 +101,9 @@ static int cmd_ss(int which)
 			printf(" qp:%u", qpn);
 		if (strcmp(dev, "-"))
 			printf(" dev:%s", dev);
+		if (qpn && fields == 15)
+			printf(" rx_slots:%u/%u tx_slots:%u/%u", rx, rx_max, tx,
+			       tx_max);
 		if (reason && reason < ARRAY_SIZE(fallback_reasons))
 			printf(" fallback:%s", fallback_reasons[reason]);
 		putchar('\n');

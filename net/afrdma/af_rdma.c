@@ -568,8 +568,14 @@ static __poll_t afrdma_poll(struct file *file, struct socket *sock,
 		mask |= EPOLLIN | EPOLLRDNORM | EPOLLRDHUP;
 	if (sk->sk_state == TCP_SYN_SENT || sk->sk_state == TCP_SYN_RECV)
 		goto out;
-	if (conn && READ_ONCE(conn->rx_bytes) >=
-		    max_t(int, READ_ONCE(sk->sk_rcvlowat), 1))
+	/*
+	 * As TCP under memory pressure, below SO_RCVLOWAT too once the peer
+	 * is out of credits: nothing more comes until the program reads.
+	 */
+	if (conn && READ_ONCE(conn->rx_bytes) &&
+	    (READ_ONCE(conn->rx_bytes) >=
+		    max_t(int, READ_ONCE(sk->sk_rcvlowat), 1) ||
+	     READ_ONCE(conn->peer_credits) <= 1))
 		mask |= EPOLLIN | EPOLLRDNORM;
 	if (sk->sk_shutdown & SEND_SHUTDOWN || !conn || afrdma_tx_writable(conn))
 		mask |= EPOLLOUT | EPOLLWRNORM;
@@ -812,9 +818,7 @@ static int afrdma_sock_sendmsg(struct socket *sock, struct msghdr *msg,
 	}
 	if (afrdma_on_tcp(sk))
 		return afrdma_fb_sendmsg(sock, msg, len);
-	err = afrdma_sendmsg(sock, msg, len);
-	afrdma_zc_sent(sk, msg->msg_flags, err);
-	return err;
+	return afrdma_sendmsg(sock, msg, len);
 }
 
 static int afrdma_sock_recvmsg(struct socket *sock, struct msghdr *msg,

@@ -23,6 +23,7 @@
 
 #define AFRDMA_RX_SLOTS		32
 #define AFRDMA_TX_SLOTS		32
+#define AFRDMA_INITIAL_SLOTS	AFRDMA_MIN_SLOTS	/* each way, grown later */
 #define AFRDMA_CTRL_SLOTS	8
 #define AFRDMA_CTRL_SIZE	64	/* one header, cache-line spaced */
 #define AFRDMA_SLOT_SIZE	(16 * 1024)
@@ -38,6 +39,9 @@
 /* RC's retries and ack timeout (4.096 us << it); see cm.c for why. */
 #define AFRDMA_RC_RETRIES	6
 #define AFRDMA_ACK_TIMEOUT	19
+#define AFRDMA_ZC_MIN		(16 * 1024)
+/* Send gather entries: a header and up to 16 user pages per SEND. */
+#define AFRDMA_ZC_MAX_SGE	17
 
 /* Local limit on buffers per direction: the QP and CQ are sized from it. */
 #define AFRDMA_MAX_SLOTS_LOCAL	1024
@@ -63,6 +67,8 @@ enum afrdma_mib_field {
 	AFRDMA_MIB_PROTOCOL_ERRORS,	/* peers reset for breaking the protocol */
 	AFRDMA_MIB_BUSY_POLL_HITS,	/* a spin in recv found data */
 	AFRDMA_MIB_BUSY_POLL_MISSES,	/* a spin ended in a sleep after all */
+	AFRDMA_MIB_ZEROCOPY_SENDS,	/* MSG_ZEROCOPY calls sent from user pages */
+	AFRDMA_MIB_ZEROCOPY_COPIED,	/* MSG_ZEROCOPY calls copied instead */
 	AFRDMA_MIB_MAX
 };
 
@@ -75,6 +81,7 @@ struct afrdma_net {
 	int			rx_slots;
 	int			tx_slots;
 	int			slot_size;
+	int			initial_slots;
 	int			fallback;
 	int			fallback_timeout_ms;
 	int			max_conns;
@@ -83,6 +90,7 @@ struct afrdma_net {
 	int			keepalive_intvl;
 	int			keepalive_probes;
 	int			busy_poll;	/* usecs; SO_BUSY_POLL's default */
+	int			zerocopy_min;	/* bytes; smaller sends copy */
 	atomic_t		conns;		/* RDMA connections with resources */
 	struct ctl_table_header	*sysctl;
 	struct afrdma_mib __percpu *mib;
@@ -119,18 +127,34 @@ struct afrdma_rx_slot {
 	unsigned int		off;		/* payload already read */
 };
 
+struct afrdma_zc_send;
+
+/*
+ * A send buffer.  @zc is set by the owner when it posts the slot with the
+ * caller's pages (MSG_ZEROCOPY) and released by the slot's completion,
+ * before tx_tail lets anyone reuse the slot.
+ */
 struct afrdma_tx_slot {
 	struct ib_cqe		cqe;
 	struct afrdma_conn	*conn;
 	void			*buf;
 	u64			dma;
 	unsigned int		len;		/* payload bytes in flight */
+	struct afrdma_zc_send	*zc;		/* user pages sent, zerocopy.c */
 };
 
 /*
  * The RDMA side of one connection: an RC QP, a CQ from the pool, and the
- * receive and send buffers, DMA-mapped once for the connection's lifetime
- * and used with the PD's local DMA lkey.
+ * receive and send buffers, DMA-mapped once and kept for the connection's
+ * lifetime, used with the PD's local DMA lkey.
+ *
+ * The rings start at net.afrdma.initial_slots buffers each way and double,
+ * up to @rx_max and @tx_max, while traffic needs it (conn.c); the QP and
+ * CQ are sized for the maxima from the start.  Only the owner grows them,
+ * in process context (sendmsg(), or @grow_work with the socket locked).
+ * @rx (the buffers, in no order) is the owner's alone; @tx, a ring indexed
+ * by tx_head % tx_slots, is replaced under @lock, and @rx_slots and
+ * @tx_slots change under it.
  *
  * Locking: the owner holds the socket lock to create, use and tear down
  * the connection; the structure lives as long as the socket.  @lock, a BH
@@ -156,17 +180,20 @@ struct afrdma_conn {
 	struct ib_cq		*cq;
 	unsigned int		cq_size;
 
-	struct afrdma_rx_slot	*rx;
-	unsigned int		rx_slots;
+	struct afrdma_rx_slot	**rx;
+	unsigned int		rx_slots;	/* receive buffers posted */
+	unsigned int		rx_max;
 	unsigned int		rx_slot_size;
-	struct afrdma_tx_slot	*tx;
-	unsigned int		tx_slots;
+	struct afrdma_tx_slot	**tx;
+	unsigned int		tx_slots;	/* send buffers */
+	unsigned int		tx_max;
 	unsigned int		tx_slot_size;
 	struct afrdma_tx_slot	ctrl[AFRDMA_CTRL_SLOTS];
 	void			*ctrl_buf;
 	u64			ctrl_dma;
 	unsigned int		tx_payload;	/* bytes of data per SEND */
-	unsigned int		peer_rx_slots;
+	unsigned int		peer_rx_slots;	/* most buffers it may offer */
+	unsigned int		zc_pages;	/* user pages per SEND; 0: copy */
 
 	spinlock_t		lock;		/* the fields below */
 	struct list_head	rx_ready;	/* slots with unread payload */
@@ -181,6 +208,7 @@ struct afrdma_conn {
 	unsigned int		ctrl_head;	/* control SENDs posted */
 	unsigned int		ctrl_tail;	/* control SENDs completed */
 	unsigned int		tx_credits;	/* peer receive buffers free */
+	bool			rx_grow;	/* grow_work queued */
 	bool			fin_rcvd;
 	bool			fin_pending;	/* shut down, FIN not yet sent */
 	bool			fin_sent;
@@ -192,6 +220,7 @@ struct afrdma_conn {
 	bool			tx_cork;	/* TCP_CORK */
 	bool			tx_nodelay;	/* TCP_NODELAY */
 	struct timer_list	cork_timer;	/* TCP's 200 ms cork ceiling */
+	struct work_struct	grow_work;	/* grows @rx; holds a sock ref */
 
 	/* keepalive.c; see its locking note */
 	struct timer_list	ka_timer;
@@ -355,7 +384,8 @@ int afrdma_cm_create_id(struct sock *sk);
 int afrdma_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev);
 
 /* conn.c */
-struct afrdma_conn *afrdma_conn_create(struct sock *sk, struct rdma_cm_id *id);
+struct afrdma_conn *afrdma_conn_create(struct sock *sk, struct rdma_cm_id *id,
+				       bool grow);
 void afrdma_conn_teardown(struct afrdma_conn *conn);
 void afrdma_conn_free(struct afrdma_conn *conn);
 void afrdma_conn_params(const struct afrdma_conn *conn,
@@ -364,12 +394,25 @@ int afrdma_conn_start(struct afrdma_conn *conn,
 		      const struct afrdma_cm_params *peer);
 void afrdma_conn_abort(struct sock *sk, int err);
 void afrdma_conn_fatal(struct afrdma_conn *conn, int err);
+void afrdma_conn_want_rx(struct afrdma_conn *conn);
+int afrdma_conn_grow_tx(struct afrdma_conn *conn);
 
 /* zerocopy.c */
 void afrdma_zc_init(struct sock *sk);
 void afrdma_zc_own_sol_socket(struct socket *sock);
 int afrdma_zc_set(struct sock *sk, int val);
-void afrdma_zc_sent(struct sock *sk, int flags, int sent);
+int afrdma_zc_begin(struct sock *sk, const struct afrdma_conn *conn,
+		    const struct msghdr *msg, size_t len,
+		    struct ubuf_info **uargp);
+void afrdma_zc_end(struct ubuf_info *uarg, size_t sent);
+struct afrdma_zc_send *afrdma_zc_pin(struct iov_iter *from, size_t max,
+				     unsigned int max_pages);
+size_t afrdma_zc_len(const struct afrdma_zc_send *zs);
+int afrdma_zc_post(struct afrdma_conn *conn, struct afrdma_tx_slot *slot,
+		   struct afrdma_zc_send *zs, struct ubuf_info *uarg,
+		   unsigned int hdr_len);
+void afrdma_zc_drop(struct afrdma_zc_send *zs, struct iov_iter *from);
+void afrdma_zc_done(struct afrdma_conn *conn, struct afrdma_zc_send *zs);
 int afrdma_zc_recv(struct sock *sk, struct msghdr *msg, size_t len);
 
 /* keepalive.c */

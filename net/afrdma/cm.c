@@ -108,7 +108,8 @@ static int afrdma_cm_route_resolved(struct sock *sk, struct rdma_cm_id *id)
 	struct afrdma_conn *conn;
 	int err;
 
-	conn = afrdma_conn_create(sk, id);
+	/* Small rings: a peer that cannot take more credits tells us later. */
+	conn = afrdma_conn_create(sk, id, true);
 	if (IS_ERR(conn)) {
 		err = PTR_ERR(conn);
 		return afrdma_cm_connect_failed(sk, err == -ENODEV ?
@@ -308,7 +309,7 @@ static int afrdma_cm_request(struct sock *lsk, struct rdma_cm_id *id,
 		goto reject;
 	ars = afrdma_sk(sk);
 	sk->sk_state = TCP_SYN_RECV;
-	conn = afrdma_conn_create(sk, id);
+	conn = afrdma_conn_create(sk, id, peer.flags & AFRDMA_CM_GROW);
 	if (IS_ERR(conn))
 		goto drop;
 	ars->conn = conn;

@@ -17,53 +17,6 @@ static void afrdma_qp_event(struct ib_event *ev, void *ctx)
 	pr_debug("QP event %s on %p\n", ib_event_msg(ev->event), conn);
 }
 
-static void afrdma_free_rx(struct afrdma_conn *conn)
-{
-	struct ib_device *ibdev = conn->dev->ibdev;
-	unsigned int i;
-
-	if (!conn->rx)
-		return;
-	for (i = 0; i < conn->rx_slots; i++) {
-		struct afrdma_rx_slot *slot = &conn->rx[i];
-
-		if (!slot->buf)
-			break;
-		ib_dma_unmap_single(ibdev, slot->dma, conn->rx_slot_size,
-				    DMA_FROM_DEVICE);
-		kfree(slot->buf);
-	}
-	kfree(conn->rx);
-	conn->rx = NULL;
-}
-
-static void afrdma_free_tx(struct afrdma_conn *conn)
-{
-	struct ib_device *ibdev = conn->dev->ibdev;
-	unsigned int i;
-
-	if (conn->ctrl_buf) {
-		ib_dma_unmap_single(ibdev, conn->ctrl_dma,
-				    AFRDMA_CTRL_SLOTS * AFRDMA_CTRL_SIZE,
-				    DMA_TO_DEVICE);
-		kfree(conn->ctrl_buf);
-		conn->ctrl_buf = NULL;
-	}
-	if (!conn->tx)
-		return;
-	for (i = 0; i < conn->tx_slots; i++) {
-		struct afrdma_tx_slot *slot = &conn->tx[i];
-
-		if (!slot->buf)
-			break;
-		ib_dma_unmap_single(ibdev, slot->dma, conn->tx_slot_size,
-				    DMA_TO_DEVICE);
-		kfree(slot->buf);
-	}
-	kfree(conn->tx);
-	conn->tx = NULL;
-}
-
 static void *afrdma_map_buf(struct ib_device *ibdev, size_t size,
 			    enum dma_data_direction dir, u64 *dma)
 {
@@ -79,36 +32,128 @@ static void *afrdma_map_buf(struct ib_device *ibdev, size_t size,
 	return buf;
 }
 
-static int afrdma_alloc_bufs(struct afrdma_conn *conn)
+static void afrdma_unmap_buf(struct ib_device *ibdev, void *buf, u64 dma,
+			     size_t size, enum dma_data_direction dir)
+{
+	ib_dma_unmap_single(ibdev, dma, size, dir);
+	kfree(buf);
+}
+
+static struct afrdma_rx_slot *afrdma_rx_slot_new(struct afrdma_conn *conn)
+{
+	struct afrdma_rx_slot *slot = kzalloc(sizeof(*slot), GFP_KERNEL);
+
+	if (!slot)
+		return NULL;
+	slot->buf = afrdma_map_buf(conn->dev->ibdev, conn->rx_slot_size,
+				   DMA_FROM_DEVICE, &slot->dma);
+	if (!slot->buf) {
+		kfree(slot);
+		return NULL;
+	}
+	slot->conn = conn;
+	slot->cqe.done = afrdma_rx_done;
+	INIT_LIST_HEAD(&slot->node);
+	return slot;
+}
+
+static struct afrdma_tx_slot *afrdma_tx_slot_new(struct afrdma_conn *conn)
+{
+	struct afrdma_tx_slot *slot = kzalloc(sizeof(*slot), GFP_KERNEL);
+
+	if (!slot)
+		return NULL;
+	slot->buf = afrdma_map_buf(conn->dev->ibdev, conn->tx_slot_size,
+				   DMA_TO_DEVICE, &slot->dma);
+	if (!slot->buf) {
+		kfree(slot);
+		return NULL;
+	}
+	slot->conn = conn;
+	slot->cqe.done = afrdma_tx_done;
+	return slot;
+}
+
+static void afrdma_free_rx(struct afrdma_conn *conn)
+{
+	struct afrdma_rx_slot *slot;
+	unsigned int i;
+
+	if (!conn->rx)
+		return;
+	for (i = 0; i < conn->rx_slots; i++) {
+		slot = conn->rx[i];
+		afrdma_unmap_buf(conn->dev->ibdev, slot->buf, slot->dma,
+				 conn->rx_slot_size, DMA_FROM_DEVICE);
+		kfree(slot);
+	}
+	kfree(conn->rx);
+	conn->rx = NULL;
+}
+
+static void afrdma_free_tx(struct afrdma_conn *conn)
+{
+	struct afrdma_tx_slot *slot;
+	unsigned int i;
+
+	if (conn->ctrl_buf) {
+		afrdma_unmap_buf(conn->dev->ibdev, conn->ctrl_buf,
+				 conn->ctrl_dma,
+				 AFRDMA_CTRL_SLOTS * AFRDMA_CTRL_SIZE,
+				 DMA_TO_DEVICE);
+		conn->ctrl_buf = NULL;
+	}
+	if (!conn->tx)
+		return;
+	for (i = 0; i < conn->tx_slots; i++) {
+		slot = conn->tx[i];
+		afrdma_unmap_buf(conn->dev->ibdev, slot->buf, slot->dma,
+				 conn->tx_slot_size, DMA_TO_DEVICE);
+		kfree(slot);
+	}
+	kfree(conn->tx);
+	conn->tx = NULL;
+}
+
+/*
+ * Allocates and posts up to @n more receive buffers; returns how many were
+ * posted.  @rx_slots counts them as soon as they are in @rx, so teardown
+ * frees them whatever happens next.
+ */
+static unsigned int afrdma_rx_add(struct afrdma_conn *conn, unsigned int n)
+{
+	unsigned int first = conn->rx_slots, i;
+
+	for (i = 0; i < n; i++) {
+		conn->rx[first + i] = afrdma_rx_slot_new(conn);
+		if (!conn->rx[first + i])
+			break;
+	}
+	n = i;
+	spin_lock_bh(&conn->lock);
+	conn->rx_slots = first + n;
+	spin_unlock_bh(&conn->lock);
+	for (i = 0; i < n; i++)
+		if (afrdma_rx_post(conn, conn->rx[first + i]))
+			break;
+	return i;
+}
+
+/* The receive array for the largest ring, and the first @tx send buffers. */
+static int afrdma_alloc_bufs(struct afrdma_conn *conn, unsigned int tx)
 {
 	struct ib_device *ibdev = conn->dev->ibdev;
 	unsigned int i;
 
-	conn->rx = kcalloc(conn->rx_slots, sizeof(*conn->rx), GFP_KERNEL);
-	conn->tx = kcalloc(conn->tx_slots, sizeof(*conn->tx), GFP_KERNEL);
+	conn->rx = kcalloc(conn->rx_max, sizeof(*conn->rx), GFP_KERNEL);
+	conn->tx = kcalloc(tx, sizeof(*conn->tx), GFP_KERNEL);
 	if (!conn->rx || !conn->tx)
 		return -ENOMEM;
-
-	for (i = 0; i < conn->rx_slots; i++) {
-		struct afrdma_rx_slot *slot = &conn->rx[i];
-
-		slot->buf = afrdma_map_buf(ibdev, conn->rx_slot_size,
-					   DMA_FROM_DEVICE, &slot->dma);
-		if (!slot->buf)
+	for (i = 0; i < tx; i++) {
+		conn->tx[i] = afrdma_tx_slot_new(conn);
+		if (!conn->tx[i])
 			return -ENOMEM;
-		slot->conn = conn;
-		slot->cqe.done = afrdma_rx_done;
-		INIT_LIST_HEAD(&slot->node);
-	}
-	for (i = 0; i < conn->tx_slots; i++) {
-		struct afrdma_tx_slot *slot = &conn->tx[i];
-
-		slot->buf = afrdma_map_buf(ibdev, conn->tx_slot_size,
-					   DMA_TO_DEVICE, &slot->dma);
-		if (!slot->buf)
-			return -ENOMEM;
-		slot->conn = conn;
-		slot->cqe.done = afrdma_tx_done;
+		conn->tx_slots = i + 1;
 	}
 
 	conn->ctrl_buf = afrdma_map_buf(ibdev,
@@ -133,8 +178,11 @@ static int afrdma_create_qp(struct afrdma_conn *conn)
 	struct ib_qp_init_attr attr = {};
 	int err;
 
-	/* One extra entry each for ib_drain_qp(), one for a keepalive probe. */
-	conn->cq_size = conn->tx_slots + AFRDMA_CTRL_SLOTS + conn->rx_slots + 3;
+	/*
+	 * For the largest rings; one extra entry each for ib_drain_qp(), one
+	 * for a keepalive probe.
+	 */
+	conn->cq_size = conn->tx_max + AFRDMA_CTRL_SLOTS + conn->rx_max + 3;
 	conn->cq = ib_cq_pool_get(ibdev, conn->cq_size, -1, IB_POLL_SOFTIRQ);
 	if (IS_ERR(conn->cq)) {
 		err = PTR_ERR(conn->cq);
@@ -146,9 +194,11 @@ static int afrdma_create_qp(struct afrdma_conn *conn)
 	attr.qp_context = conn;
 	attr.send_cq = conn->cq;
 	attr.recv_cq = conn->cq;
-	attr.cap.max_send_wr = conn->tx_slots + AFRDMA_CTRL_SLOTS + 2;
-	attr.cap.max_recv_wr = conn->rx_slots + 1;
-	attr.cap.max_send_sge = 1;
+	attr.cap.max_send_wr = conn->tx_max + AFRDMA_CTRL_SLOTS + 2;
+	attr.cap.max_recv_wr = conn->rx_max + 1;
+	/* A header and user pages per zero-copy SEND, where the HCA can. */
+	attr.cap.max_send_sge = clamp_t(u32, ibdev->attrs.max_send_sge, 1,
+					AFRDMA_ZC_MAX_SGE);
 	attr.cap.max_recv_sge = 1;
 	attr.sq_sig_type = IB_SIGNAL_REQ_WR;
 	attr.qp_type = IB_QPT_RC;
@@ -157,12 +207,15 @@ static int afrdma_create_qp(struct afrdma_conn *conn)
 	if (err)
 		return err;
 	conn->qp = conn->cm_id->qp;
+	conn->zc_pages = min_t(u32, attr.cap.max_send_sge,
+			       AFRDMA_ZC_MAX_SGE) - 1;
 	return 0;
 }
 
 /*
- * Buffers from net.afrdma.*, or from SO_RCVBUF/SO_SNDBUF where the program
- * set them (the core already capped those at net.core.[rw]mem_max).
+ * The largest rings: net.afrdma.rx_slots and tx_slots, or fewer where the
+ * program set SO_RCVBUF/SO_SNDBUF (which the core already capped at
+ * net.core.[rw]mem_max).
  */
 static void afrdma_conn_size(struct afrdma_conn *conn, const struct sock *sk)
 {
@@ -171,28 +224,92 @@ static void afrdma_conn_size(struct afrdma_conn *conn, const struct sock *sk)
 
 	conn->rx_slot_size = size;
 	conn->tx_slot_size = size;
-	conn->rx_slots = READ_ONCE(an->rx_slots);
-	conn->tx_slots = READ_ONCE(an->tx_slots);
+	conn->rx_max = READ_ONCE(an->rx_slots);
+	conn->tx_max = READ_ONCE(an->tx_slots);
 	/* The core doubles what the program asked for; undo that. */
 	if (sk->sk_userlocks & SOCK_RCVBUF_LOCK)
-		conn->rx_slots = clamp_t(unsigned int,
-					 READ_ONCE(sk->sk_rcvbuf) / 2 / size,
-					 AFRDMA_MIN_SLOTS, AFRDMA_MAX_SLOTS_LOCAL);
+		conn->rx_max = clamp_t(unsigned int,
+				       READ_ONCE(sk->sk_rcvbuf) / 2 / size,
+				       AFRDMA_MIN_SLOTS, conn->rx_max);
 	if (sk->sk_userlocks & SOCK_SNDBUF_LOCK)
-		conn->tx_slots = clamp_t(unsigned int,
-					 READ_ONCE(sk->sk_sndbuf) / 2 / size,
-					 AFRDMA_MIN_SLOTS, AFRDMA_MAX_SLOTS_LOCAL);
+		conn->tx_max = clamp_t(unsigned int,
+				       READ_ONCE(sk->sk_sndbuf) / 2 / size,
+				       AFRDMA_MIN_SLOTS, conn->tx_max);
+}
+
+/*
+ * What getsockopt(SO_RCVBUF/SO_SNDBUF) reads, doubled as the core reports
+ * a size the program set: that bound, capped as above, where it set one;
+ * otherwise the rings as they are now, growing as TCP's autotuned buffers
+ * do.  Only once the connection is up, so that a TCP fallback still
+ * inherits what the program asked for.  Owner.
+ */
+static void afrdma_conn_show_bufs(struct afrdma_conn *conn)
+{
+	struct sock *sk = conn->sk;
+	u64 rx, tx;
+
+	rx = sk->sk_userlocks & SOCK_RCVBUF_LOCK ? conn->rx_max : conn->rx_slots;
+	tx = sk->sk_userlocks & SOCK_SNDBUF_LOCK ? conn->tx_max : conn->tx_slots;
+	WRITE_ONCE(sk->sk_rcvbuf, min_t(u64, 2 * rx * conn->rx_slot_size,
+					INT_MAX));
+	WRITE_ONCE(sk->sk_sndbuf, min_t(u64, 2 * tx * conn->tx_slot_size,
+					INT_MAX));
+}
+
+/*
+ * The receive ring doubles, up to rx_max, once the peer ran out of credits
+ * for data: the new buffers are posted and then offered as credits through
+ * @rx_owed, as reposted ones are, so the receiver always knows exactly
+ * what it granted.  Whether or not the program reads, as TCP's receive
+ * buffer fills: a peer that writes a burst before it reads must not wait
+ * for a reader that waits for it.  If memory is short the ring stays.
+ */
+static void afrdma_conn_grow_work(struct work_struct *work)
+{
+	struct afrdma_conn *conn = container_of(work, struct afrdma_conn,
+						grow_work);
+	struct sock *sk = conn->sk;
+	unsigned int added;
+
+	lock_sock(sk);
+	/* Not before afrdma_conn_start(): the peer may not take the credits. */
+	if (afrdma_sk(sk)->conn == conn && !conn->torn) {
+		added = READ_ONCE(conn->peer_rx_slots) ?
+			afrdma_rx_add(conn, min(conn->rx_slots,
+						conn->rx_max - conn->rx_slots)) : 0;
+		spin_lock_bh(&conn->lock);
+		conn->rx_grow = false;
+		conn->rx_owed += added;
+		spin_unlock_bh(&conn->lock);
+		afrdma_conn_show_bufs(conn);
+		afrdma_tx_flush_credits(conn);
+	}
+	release_sock(sk);
+	sock_put(sk);
+}
+
+/* The receive ring should grow; any context.  The work holds the socket. */
+void afrdma_conn_want_rx(struct afrdma_conn *conn)
+{
+	sock_hold(conn->sk);
+	if (!queue_work(afrdma_wq, &conn->grow_work))
+		sock_put(conn->sk);
 }
 
 /*
  * Sets up everything a connection needs before rdma_connect() or
- * rdma_accept(), receive buffers posted.  Called with the socket locked.
+ * rdma_accept(), receive buffers posted.  The rings start small when the
+ * peer may take credits for more buffers later (@grow: the passive side
+ * knows from the request; the active side assumes so); otherwise the
+ * receive ring starts at its largest.  Called with the socket locked.
  */
-struct afrdma_conn *afrdma_conn_create(struct sock *sk, struct rdma_cm_id *id)
+struct afrdma_conn *afrdma_conn_create(struct sock *sk, struct rdma_cm_id *id,
+				       bool grow)
 {
 	struct afrdma_net *an = afrdma_net(sock_net(sk));
+	unsigned int rx, tx, initial;
 	struct afrdma_conn *conn;
-	unsigned int i;
 	int err;
 
 	/* Past net.afrdma.max_connections, TCP takes the connection. */
@@ -209,11 +326,15 @@ struct afrdma_conn *afrdma_conn_create(struct sock *sk, struct rdma_cm_id *id)
 	conn->cm_id = id;
 	afrdma_ka_init(conn);
 	afrdma_conn_size(conn, sk);
+	initial = READ_ONCE(an->initial_slots);
+	rx = grow ? min(initial, conn->rx_max) : conn->rx_max;
+	tx = min(initial, conn->tx_max);
 	/* What our private data offers; set before any receive is posted. */
-	conn->peer_credits = conn->rx_slots;
+	conn->peer_credits = rx;
 	spin_lock_init(&conn->lock);
 	INIT_LIST_HEAD(&conn->rx_ready);
 	INIT_LIST_HEAD(&conn->dev_node);
+	INIT_WORK(&conn->grow_work, afrdma_conn_grow_work);
 	afrdma_tx_init(conn);
 
 	conn->dev = afrdma_device_get(id->device);
@@ -223,16 +344,15 @@ struct afrdma_conn *afrdma_conn_create(struct sock *sk, struct rdma_cm_id *id)
 		return ERR_PTR(-ENODEV);
 	}
 
-	err = afrdma_alloc_bufs(conn);
+	err = afrdma_alloc_bufs(conn, tx);
 	if (err)
 		goto fail;
 	err = afrdma_create_qp(conn);
 	if (err)
 		goto fail;
-	for (i = 0; i < conn->rx_slots; i++) {
-		err = afrdma_rx_post(conn, &conn->rx[i]);
-		if (err)
-			goto fail;
+	if (afrdma_rx_add(conn, rx) != rx) {
+		err = -ENOMEM;
+		goto fail;
 	}
 	if (!afrdma_device_attach(conn->dev, conn)) {
 		err = -ENODEV;
@@ -250,19 +370,76 @@ void afrdma_conn_params(const struct afrdma_conn *conn,
 {
 	own->rx_slots = conn->rx_slots;
 	own->rx_slot_size = conn->rx_slot_size;
+	own->flags = AFRDMA_CM_GROW;
 }
 
-/* The peer's parameters are known: the connection may send. */
+/*
+ * The peer's parameters are known: the connection may send.  A peer that
+ * grows its ring may return credits up to the protocol's limit; one that
+ * does not checks ours against our announcement, so ours stays as it is.
+ */
 int afrdma_conn_start(struct afrdma_conn *conn,
 		      const struct afrdma_cm_params *peer)
 {
+	bool grows = peer->flags & AFRDMA_CM_GROW;
+
 	spin_lock_bh(&conn->lock);
-	conn->peer_rx_slots = peer->rx_slots;
+	conn->peer_rx_slots = grows ? AFRDMA_MAX_SLOTS : peer->rx_slots;
 	conn->tx_credits = peer->rx_slots;
 	conn->tx_payload = min_t(unsigned int, conn->tx_slot_size,
 				 peer->rx_slot_size) -
 			   sizeof(struct afrdma_msg_hdr);
+	if (!grows)
+		conn->rx_max = conn->rx_slots;
 	spin_unlock_bh(&conn->lock);
+	afrdma_conn_show_bufs(conn);
+	return 0;
+}
+
+/*
+ * Doubles the send ring, up to tx_max, when sendmsg() finds it full with
+ * credits to spare.  The SENDs in flight (tx_tail..tx_head) and the open
+ * slot keep their place modulo the new size and the free buffers follow
+ * tx_head, so the ring's users see no change.  Owner, not filling the
+ * open slot; 0, or -ENOMEM with the ring as it was.
+ */
+int afrdma_conn_grow_tx(struct afrdma_conn *conn)
+{
+	unsigned int n = conn->tx_slots, m, add, busy, head, i;
+	struct afrdma_tx_slot **ring, **old, **extra;
+
+	m = min(2 * n, conn->tx_max);
+	if (m <= n || conn->torn)
+		return -ENOMEM;
+	ring = kcalloc(m, sizeof(*ring), GFP_KERNEL);
+	extra = kcalloc(m - n, sizeof(*extra), GFP_KERNEL);
+	for (add = 0; ring && extra && add < m - n; add++) {
+		extra[add] = afrdma_tx_slot_new(conn);
+		if (!extra[add])
+			break;
+	}
+	if (!add) {
+		kfree(ring);
+		kfree(extra);
+		return -ENOMEM;
+	}
+	m = n + add;
+
+	spin_lock_bh(&conn->lock);
+	old = conn->tx;
+	head = conn->tx_head + !!conn->tx_pending;
+	busy = head - conn->tx_tail;
+	for (i = conn->tx_tail; i != head; i++)
+		ring[i % m] = old[i % n];
+	for (i = 0; i < m - busy; i++)
+		ring[(head + i) % m] = i < n - busy ? old[(head + i) % n] :
+						      extra[i - (n - busy)];
+	conn->tx = ring;
+	WRITE_ONCE(conn->tx_slots, m);
+	spin_unlock_bh(&conn->lock);
+	kfree(old);
+	kfree(extra);
+	afrdma_conn_show_bufs(conn);
 	return 0;
 }
 

@@ -2,8 +2,9 @@
 /*
  * afrdma socket listing: /proc/net/afrdma, one line per socket of the
  * reader's network namespace, with what /proc/net/tcp shows for TCP (state,
- * addresses, queues, uid, inode) plus the transport, QP number and RDMA
- * device.  `afrdma ss` formats it.
+ * addresses, queues, uid, inode) plus the transport, QP number, RDMA
+ * device and the receive and send rings (buffers now/at most).  `afrdma
+ * ss` formats it.
  *
  * The QP number is a handle on the RDMA side of a connection, which TCP
  * has no counterpart of in /proc/net/tcp; like the socket mark in
@@ -164,6 +165,8 @@ static void afrdma_seq_stop(struct seq_file *seq, void *v)
 
 static int afrdma_seq_show(struct seq_file *seq, void *v)
 {
+	unsigned int rx = 0, rx_max = 0, tx = 0, tx_max = 0;
+	struct afrdma_conn *conn;
 	struct afrdma_sock *ars;
 	u32 rxq, txq, qpn;
 	struct sock *sk;
@@ -171,7 +174,7 @@ static int afrdma_seq_show(struct seq_file *seq, void *v)
 	int state;
 
 	if (v == &afrdma_socks) {
-		seq_puts(seq, "state local remote transport rx_queue tx_queue uid inode qpn device fallback_reason\n");
+		seq_puts(seq, "state local remote transport rx_queue tx_queue uid inode qpn device fallback_reason rx_slots tx_slots\n");
 		return 0;
 	}
 	ars = list_entry(v, struct afrdma_sock, diag_node);
@@ -182,7 +185,14 @@ static int afrdma_seq_show(struct seq_file *seq, void *v)
 	afrdma_diag_queues(sk, &rxq, &txq);
 	uid = sock_i_uid(sk);
 	qpn = afrdma_diag_shows_qpn(seq, uid) ? ars->diag_qpn : 0;
-	seq_printf(seq, "%s %pISpc %pISpc %s %u %u %u %lu %u %s %u\n",
+	conn = ars->conn;
+	if (conn && !READ_ONCE(conn->torn)) {
+		rx = READ_ONCE(conn->rx_slots);
+		rx_max = READ_ONCE(conn->rx_max);
+		tx = READ_ONCE(conn->tx_slots);
+		tx_max = READ_ONCE(conn->tx_max);
+	}
+	seq_printf(seq, "%s %pISpc %pISpc %s %u %u %u %lu %u %s %u %u/%u %u/%u\n",
 		   state < ARRAY_SIZE(afrdma_state_names) &&
 		   afrdma_state_names[state] ? afrdma_state_names[state] : "?",
 		   afrdma_diag_addr(&ars->diag_src),
@@ -190,7 +200,7 @@ static int afrdma_seq_show(struct seq_file *seq, void *v)
 		   afrdma_transport_names[READ_ONCE(ars->transport)], rxq, txq,
 		   from_kuid_munged(seq_user_ns(seq), uid), sock_i_ino(sk), qpn,
 		   ars->diag_dev[0] ? ars->diag_dev : "-",
-		   READ_ONCE(ars->fb_reason));
+		   READ_ONCE(ars->fb_reason), rx, rx_max, tx, tx_max);
 	return 0;
 }
 

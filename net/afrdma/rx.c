@@ -48,8 +48,8 @@ void afrdma_rx_done(struct ib_cq *cq, struct ib_wc *wc)
 	struct afrdma_rx_slot *slot =
 		container_of(wc->wr_cqe, struct afrdma_rx_slot, cqe);
 	struct afrdma_conn *conn = slot->conn;
+	bool readable = false, grow = false;
 	struct sock *sk = conn->sk;
-	bool readable = false;
 	struct afrdma_msg msg;
 
 	if (unlikely(wc->status != IB_WC_SUCCESS)) {
@@ -91,6 +91,12 @@ void afrdma_rx_done(struct ib_cq *cq, struct ib_wc *wc)
 		goto proto_err;
 	}
 	conn->peer_credits--;
+	/* Out of credits for data: our ring holds the peer back. */
+	if (conn->peer_credits <= 1 && conn->rx_slots < conn->rx_max &&
+	    !conn->rx_grow) {
+		conn->rx_grow = true;
+		grow = true;
+	}
 	conn->tx_credits += msg.credits;
 	if (msg.type == AFRDMA_MSG_DATA) {
 		slot->len = msg.len;
@@ -105,6 +111,8 @@ void afrdma_rx_done(struct ib_cq *cq, struct ib_wc *wc)
 	}
 	spin_unlock(&conn->lock);
 
+	if (grow)
+		afrdma_conn_want_rx(conn);
 	if (msg.type != AFRDMA_MSG_DATA)
 		afrdma_rx_recycle(conn, slot);
 	if (msg.credits) {

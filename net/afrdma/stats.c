@@ -39,6 +39,8 @@ static const char * const afrdma_mib_names[AFRDMA_MIB_MAX] = {
 	[AFRDMA_MIB_PROTOCOL_ERRORS]	= "ProtocolErrors",
 	[AFRDMA_MIB_BUSY_POLL_HITS]	= "BusyPollHits",
 	[AFRDMA_MIB_BUSY_POLL_MISSES]	= "BusyPollMisses",
+	[AFRDMA_MIB_ZEROCOPY_SENDS]	= "ZeroCopySends",
+	[AFRDMA_MIB_ZEROCOPY_COPIED]	= "ZeroCopyCopied",
 };
 
 static int afrdma_stat_show(struct seq_file *seq, void *v)

@@ -33,12 +33,14 @@ static struct afrdma_net afrdma_net_defaults = {
 	.rx_slots	= AFRDMA_RX_SLOTS,
 	.tx_slots	= AFRDMA_TX_SLOTS,
 	.slot_size	= AFRDMA_SLOT_SIZE,
+	.initial_slots	= AFRDMA_INITIAL_SLOTS,
 	.fallback	= 1,
 	.fallback_timeout_ms = AFRDMA_FALLBACK_TIMEOUT_MS,
 	.max_conns	= AFRDMA_MAX_CONNS,
 	.keepalive_time	= AFRDMA_KEEPALIVE_TIME,
 	.keepalive_intvl = AFRDMA_KEEPALIVE_INTVL,
 	.keepalive_probes = AFRDMA_KEEPALIVE_PROBES,
+	.zerocopy_min	= AFRDMA_ZC_MIN,
 };
 
 static struct ctl_table afrdma_sysctl_template[] = {
@@ -141,6 +143,24 @@ static struct ctl_table afrdma_sysctl_template[] = {
 		.proc_handler	= proc_dointvec_minmax,
 		.extra1		= SYSCTL_ZERO,
 		.extra2		= &afrdma_busy_poll_max,
+	},
+	{
+		.procname	= "zerocopy_min",
+		.data		= &afrdma_net_defaults.zerocopy_min,
+		.maxlen		= sizeof(int),
+		.mode		= 0644,
+		.proc_handler	= proc_dointvec_minmax,
+		.extra1		= SYSCTL_ZERO,
+		.extra2		= SYSCTL_INT_MAX,
+	},
+	{
+		.procname	= "initial_slots",
+		.data		= &afrdma_net_defaults.initial_slots,
+		.maxlen		= sizeof(int),
+		.mode		= 0644,
+		.proc_handler	= proc_dointvec_minmax,
+		.extra1		= &afrdma_slots_min,
+		.extra2		= &afrdma_slots_max,
 	},
 	{ }	/* sentinel, for kernels that still want one */
 };

@@ -72,7 +72,7 @@ bool afrdma_tx_writable(const struct afrdma_conn *conn)
 	if (pending)
 		return pending < READ_ONCE(conn->tx_payload);
 	return READ_ONCE(conn->tx_head) - READ_ONCE(conn->tx_tail) <
-			conn->tx_slots &&
+			READ_ONCE(conn->tx_slots) &&
 	       READ_ONCE(conn->tx_credits) >= 2;
 }
 
@@ -142,7 +142,7 @@ static int afrdma_tx_push_locked(struct afrdma_conn *conn)
 	    conn->tx_credits < 2)
 		return 0;
 
-	slot = &conn->tx[conn->tx_head % conn->tx_slots];
+	slot = conn->tx[conn->tx_head % conn->tx_slots];
 	afrdma_build_msg(slot->buf, AFRDMA_MSG_DATA, conn->rx_owed,
 			 conn->tx_pending);
 	err = afrdma_post_send(conn, slot, AFRDMA_HDR_LEN + conn->tx_pending);
@@ -302,6 +302,11 @@ void afrdma_tx_done(struct ib_cq *cq, struct ib_wc *wc)
 		container_of(wc->wr_cqe, struct afrdma_tx_slot, cqe);
 	struct afrdma_conn *conn = slot->conn;
 
+	/* The pages go before the slot is reused, and before the notice. */
+	if (slot->zc) {
+		afrdma_zc_done(conn, slot->zc);
+		slot->zc = NULL;
+	}
 	spin_lock(&conn->lock);
 	conn->tx_unacked -= slot->len;
 	spin_unlock(&conn->lock);
@@ -323,6 +328,58 @@ void afrdma_ctrl_done(struct ib_cq *cq, struct ib_wc *wc)
 	conn->sk->sk_write_space(conn->sk);
 }
 
+/*
+ * Posts @zs as the next SEND, behind any data held in the open slot.
+ * Returns -EAGAIN while that data or the lack of room holds it back,
+ * -EPIPE if the QP refused, -ENOMEM if the pages could not be mapped.
+ * On success the slot owns @zs; otherwise the caller still does.
+ */
+static int afrdma_tx_zc(struct afrdma_conn *conn, struct afrdma_zc_send *zs,
+			struct ubuf_info *uarg)
+{
+	unsigned int len = afrdma_zc_len(zs);
+	struct afrdma_tx_slot *slot;
+	int err;
+
+	spin_lock_bh(&conn->lock);
+	/* Copied bytes held back go first, to keep the stream in order. */
+	if (conn->tx_pending) {
+		conn->tx_push = true;
+		err = afrdma_tx_push_locked(conn) ? -EPIPE : 0;
+		if (err)
+			goto out;
+	}
+	err = -EPIPE;
+	if (conn->dead || !conn->qp)
+		goto out;
+	err = -EAGAIN;
+	if (conn->tx_pending ||
+	    conn->tx_head - conn->tx_tail >= conn->tx_slots ||
+	    conn->tx_credits < 2)
+		goto out;
+
+	slot = conn->tx[conn->tx_head % conn->tx_slots];
+	afrdma_build_msg(slot->buf, AFRDMA_MSG_DATA, conn->rx_owed, len);
+	err = afrdma_zc_post(conn, slot, zs, uarg, AFRDMA_HDR_LEN);
+	if (err) {
+		/* As for a copied SEND: only an errored QP refuses. */
+		if (err == -EPIPE)
+			conn->dead = true;
+		goto out;
+	}
+	slot->len = len;
+	afrdma_inc_stats(conn->sk, AFRDMA_MIB_DATA_SENDS);
+	afrdma_add_stats(conn->sk, AFRDMA_MIB_BYTES_SENT, len);
+	conn->tx_unacked += len;
+	conn->tx_head++;
+	conn->tx_credits--;
+	conn->peer_credits += conn->rx_owed;
+	conn->rx_owed = 0;
+out:
+	spin_unlock_bh(&conn->lock);
+	return err;
+}
+
 static bool afrdma_send_ready(struct sock *sk, struct afrdma_conn *conn)
 {
 	return READ_ONCE(sk->sk_err) || (sk->sk_shutdown & SEND_SHUTDOWN) ||
@@ -331,10 +388,13 @@ static bool afrdma_send_ready(struct sock *sk, struct afrdma_conn *conn)
 
 int afrdma_sendmsg(struct socket *sock, struct msghdr *msg, size_t len)
 {
+	struct afrdma_zc_send *zs = NULL;
+	struct ubuf_info *uarg = NULL;
 	int flags = msg->msg_flags;
 	struct sock *sk = sock->sk;
 	struct afrdma_conn *conn;
 	size_t sent = 0;
+	bool zc = false;
 	long timeo;
 	int err = 0;
 
@@ -345,11 +405,17 @@ int afrdma_sendmsg(struct socket *sock, struct msghdr *msg, size_t len)
 	/* A connecting socket's caller, afrdma_sock_sendmsg(), waited. */
 	lock_sock(sk);
 	timeo = sock_sndtimeo(sk, flags & MSG_DONTWAIT);
+	err = afrdma_zc_begin(sk, afrdma_sk(sk)->conn, msg, len, &uarg);
+	if (err < 0)
+		goto out;
+	zc = err;
+	err = 0;
 
 	while (sent < len) {
 		DEFINE_WAIT_FUNC(wait, woken_wake_function);
 		unsigned int room, off, chunk, copied;
 		struct afrdma_tx_slot *slot;
+		bool grow = false;
 
 		conn = afrdma_sk(sk)->conn;
 		/*
@@ -370,11 +436,42 @@ int afrdma_sendmsg(struct socket *sock, struct msghdr *msg, size_t len)
 			break;
 		}
 
+		if (zc) {
+			/* Pinned once, kept across waits for room. */
+			if (!zs) {
+				zs = afrdma_zc_pin(&msg->msg_iter,
+						   min_t(size_t, len - sent,
+							 conn->tx_payload),
+						   conn->zc_pages);
+				if (IS_ERR(zs)) {
+					err = PTR_ERR(zs);
+					zs = NULL;
+					break;
+				}
+			}
+			/* Once posted, @zs is the completion's to free. */
+			chunk = afrdma_zc_len(zs);
+			err = afrdma_tx_zc(conn, zs, uarg);
+			if (!err) {
+				sent += chunk;
+				zs = NULL;
+				continue;
+			}
+			if (err != -EAGAIN)
+				break;
+			err = 0;
+			goto block;
+		}
+
 		spin_lock_bh(&conn->lock);
 		room = afrdma_tx_room_locked(conn);
 		off = conn->tx_pending;
 		/* With tx_filling set the slot, and so tx_head, stays put. */
-		slot = &conn->tx[conn->tx_head % conn->tx_slots];
+		slot = room ? conn->tx[conn->tx_head % conn->tx_slots] : NULL;
+		/* The ring, not the peer, holds us back: it may grow. */
+		grow = !room && conn->tx_slots < conn->tx_max &&
+		       conn->tx_head - conn->tx_tail >= conn->tx_slots &&
+		       conn->tx_credits >= 2;
 		if (room) {
 			conn->tx_filling = true;
 			if (!off)
@@ -407,7 +504,9 @@ int afrdma_sendmsg(struct socket *sock, struct msghdr *msg, size_t len)
 			}
 			continue;
 		}
-
+block:
+		if (grow && !afrdma_conn_grow_tx(conn))
+			continue;
 		if (!timeo) {
 			err = -EAGAIN;
 			break;
@@ -422,6 +521,10 @@ int afrdma_sendmsg(struct socket *sock, struct msghdr *msg, size_t len)
 		sk_wait_event(sk, &timeo, afrdma_send_ready(sk, conn), &wait);
 		remove_wait_queue(sk_sleep(sk), &wait);
 	}
+	if (zs)
+		afrdma_zc_drop(zs, &msg->msg_iter);
+	afrdma_zc_end(uarg, sent);
+out:
 	release_sock(sk);
 	if (sent)
 		return sent;

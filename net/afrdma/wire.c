@@ -34,6 +34,7 @@ int afrdma_parse_cm_priv(const void *buf, size_t len,
 
 	out->rx_slots = be16_to_cpu(priv.rx_slots);
 	out->rx_slot_size = be32_to_cpu(priv.rx_slot_size);
+	out->flags = priv.flags;
 	if (out->rx_slots < AFRDMA_MIN_SLOTS ||
 	    out->rx_slots > AFRDMA_MAX_SLOTS ||
 	    out->rx_slot_size < AFRDMA_MIN_SLOT_SIZE ||
@@ -48,6 +49,7 @@ void afrdma_build_cm_priv(struct afrdma_cm_priv *priv,
 	memset(priv, 0, sizeof(*priv));
 	priv->magic = cpu_to_be16(AFRDMA_WIRE_MAGIC);
 	priv->version = AFRDMA_WIRE_VERSION;
+	priv->flags = in->flags;
 	priv->rx_slots = cpu_to_be16(in->rx_slots);
 	priv->rx_slot_size = cpu_to_be32(in->rx_slot_size);
 }

@@ -29,6 +29,12 @@
  * Carried in the connect request and in the accept reply.  Each side
  * announces the receive buffers it has posted: their number is the peer's
  * initial send credit and their size bounds the peer's SENDs.
+ *
+ * AFRDMA_CM_GROW in @flags: the sender's receive ring may grow past what
+ * it announces, the new buffers reported as credits like reposted ones,
+ * and it takes such credits from its peer (up to AFRDMA_MAX_SLOTS in all).
+ * A ring grows only towards a peer that set it, since older peers check
+ * credits against the announcement.  Unknown flags are ignored.
  */
 struct afrdma_cm_priv {
 	__be16	magic;
@@ -38,6 +44,8 @@ struct afrdma_cm_priv {
 	__be16	reserved;
 	__be32	rx_slot_size;
 } __attribute__((packed));
+
+#define AFRDMA_CM_GROW		0x01
 
 enum afrdma_msg_type {
 	AFRDMA_MSG_DATA		= 1,	/* payload follows */
@@ -59,6 +67,7 @@ struct afrdma_msg_hdr {
 struct afrdma_cm_params {
 	unsigned int	rx_slots;
 	unsigned int	rx_slot_size;
+	unsigned int	flags;		/* AFRDMA_CM_*, as received */
 };
 
 struct afrdma_msg {

@@ -1,12 +1,24 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * afrdma MSG_ZEROCOPY, the API half: the SO_ZEROCOPY opt-in and TCP's
- * completion notifications on the error queue, so that programs written
- * for TCP's MSG_ZEROCOPY (Documentation/networking/msg_zerocopy.rst) run
- * unchanged.  The data is still copied into the connection's registered
- * send buffers, so every notification carries SO_EE_CODE_ZEROCOPY_COPIED,
- * exactly as TCP reports a send it had to copy (over loopback, always):
- * the buffer may be reused at once.
+ * afrdma MSG_ZEROCOPY, as TCP's (Documentation/networking/msg_zerocopy.rst):
+ * the SO_ZEROCOPY opt-in, user pages sent without a copy, and completion
+ * notifications on the error queue.
+ *
+ * A send of at least net.afrdma.zerocopy_min bytes from user memory pins
+ * the caller's pages and posts them as gather entries behind a header
+ * from the send slot, so the HCA reads the payload where the program
+ * left it.  The PD's local DMA lkey covers those reads as it covers the
+ * send slots: the pages are only ever read locally, never exposed to the
+ * peer, so they need no memory region of their own.  Every SEND of the
+ * call holds a reference on the call's notification; the last completion
+ * (success or flush) unmaps and unpins the pages, and the kernel's
+ * msg_zerocopy machinery (as TCP uses it) queues the notification, merged
+ * with the previous range, and returns the RLIMIT_MEMLOCK charge.  Its
+ * skb is allocated at send time, so completions (softirq) never allocate.
+ *
+ * Smaller sends, and iterators not backed by user memory, are copied into
+ * the send slots as before and notified at once with
+ * SO_EE_CODE_ZEROCOPY_COPIED, as TCP reports a send it had to copy.
  *
  * Opt-in: SO_ZEROCOPY at SOL_SOCKET where the kernel routes SOL_SOCKET to
  * the protocol (SOCK_CUSTOM_SOCKOPT, as vsock); elsewhere (6.1 refuses
@@ -17,6 +29,11 @@
 
 #include <linux/errqueue.h>
 #include <linux/in6.h>
+#include <linux/mm.h>
+#include <linux/overflow.h>
+#include <linux/skbuff.h>
+#include <linux/slab.h>
+#include <linux/uio.h>
 #include <net/sock.h>
 
 #include "afrdma.h"
@@ -59,66 +76,239 @@ int afrdma_zc_set(struct sock *sk, int val)
 }
 
 /*
- * The send that used ids @lo..@hi is done with the caller's buffer.  A
- * notification that directly follows the last one queued extends it, as
- * TCP merges consecutive ranges.  Called with the socket locked, which
- * orders the sends.
+ * The user pages of one zero-copy SEND.  Owned by the sender until posted,
+ * then by the send slot until its completion.
  */
-static void afrdma_zc_notify(struct sock *sk, u32 lo, u32 hi)
+struct afrdma_zc_send {
+	struct ubuf_info	*uarg;		/* the call's notification */
+	struct page		**pages;
+	unsigned int		nr_pages;
+	size_t			len;		/* payload bytes */
+	struct ib_sge		sge[];		/* the header, then the pages */
+};
+
+/*
+ * At the start of a send with MSG_ZEROCOPY on an opted-in socket: the
+ * notification, charged to RLIMIT_MEMLOCK for @len when the pages will be
+ * pinned (as TCP charges, CAP_IPC_LOCK exempt).  Returns 1 for zero-copy,
+ * 0 for a copy (a copied send charges nothing), -ENOBUFS past the limit
+ * or optmem_max.  Called with the socket locked, which orders the ids.
+ */
+int afrdma_zc_begin(struct sock *sk, const struct afrdma_conn *conn,
+		    const struct msghdr *msg, size_t len,
+		    struct ubuf_info **uargp)
 {
-	struct sk_buff_head *q = &sk->sk_error_queue;
-	struct sock_exterr_skb *serr;
-	struct sk_buff *skb;
-	unsigned long flags;
-	bool merged = false;
+	int min = READ_ONCE(afrdma_net(sock_net(sk))->zerocopy_min);
+	struct ubuf_info *uarg;
+	bool zc;
 
-	spin_lock_irqsave(&q->lock, flags);
-	skb = skb_peek_tail(q);
-	if (skb) {
-		serr = SKB_EXT_ERR(skb);
-		if (serr->ee.ee_origin == SO_EE_ORIGIN_ZEROCOPY &&
-		    serr->ee.ee_code == SO_EE_CODE_ZEROCOPY_COPIED &&
-		    serr->ee.ee_data + 1 == lo) {
-			serr->ee.ee_data = hi;
-			merged = true;
-		}
-	}
-	spin_unlock_irqrestore(&q->lock, flags);
-	if (merged) {
-		sk_error_report(sk);
-		return;
-	}
-
-	skb = alloc_skb(0, GFP_KERNEL);
-	if (!skb)
-		return;
-	serr = SKB_EXT_ERR(skb);
-	memset(serr, 0, sizeof(*serr));
-	serr->ee.ee_errno = 0;
-	serr->ee.ee_origin = SO_EE_ORIGIN_ZEROCOPY;
-	serr->ee.ee_code = SO_EE_CODE_ZEROCOPY_COPIED;
-	serr->ee.ee_info = lo;
-	serr->ee.ee_data = hi;
-	if (sock_queue_err_skb(sk, skb))
-		kfree_skb(skb);
+	*uargp = NULL;
+	if (!(msg->msg_flags & MSG_ZEROCOPY) || !sock_flag(sk, SOCK_ZEROCOPY) ||
+	    !len)
+		return 0;
+	zc = conn && READ_ONCE(conn->zc_pages) && len >= min &&
+	     user_backed_iter(&msg->msg_iter);
+	uarg = msg_zerocopy_realloc(sk, zc ? len : 0, NULL);
+	if (!uarg)
+		return -ENOBUFS;
+	if (!zc)
+		uarg_to_msgzc(uarg)->zerocopy = 0;
+	afrdma_inc_stats(sk, zc ? AFRDMA_MIB_ZEROCOPY_SENDS :
+				  AFRDMA_MIB_ZEROCOPY_COPIED);
+	*uargp = uarg;
+	return zc;
 }
 
 /*
- * After a send of @sent bytes with MSG_ZEROCOPY: one id per call, as TCP
- * numbers them, when the socket opted in; otherwise the flag means nothing,
- * as on TCP.
+ * The call is done: drop its own reference, so that the last SEND's
+ * completion notifies (at once if none is in flight).  A call that sent
+ * nothing gives its id back and notifies nothing, as TCP's.
  */
-void afrdma_zc_sent(struct sock *sk, int flags, int sent)
+void afrdma_zc_end(struct ubuf_info *uarg, size_t sent)
 {
-	u32 id;
-
-	if (!(flags & MSG_ZEROCOPY) || sent <= 0 ||
-	    !sock_flag(sk, SOCK_ZEROCOPY))
+	if (!uarg)
 		return;
-	id = (u32)atomic_inc_return(&sk->sk_zckey) - 1;
-	lock_sock(sk);
-	afrdma_zc_notify(sk, id, id);
-	release_sock(sk);
+	if (sent)
+		net_zcopy_put(uarg);
+	else
+		net_zcopy_put_abort(uarg, true);
+}
+
+#ifdef AFRDMA_HAVE_IOV_ITER_EXTRACT_PAGES
+static ssize_t afrdma_zc_extract(struct iov_iter *from, struct page **pages,
+				 size_t max, unsigned int max_pages,
+				 size_t *off)
+{
+	/* A user-backed iterator: FOLL_PIN, undone by unpin_user_pages(). */
+	return iov_iter_extract_pages(from, &pages, max, max_pages, 0, off);
+}
+#else
+/* What iov_iter_extract_pages() does for user memory, on older kernels. */
+static ssize_t afrdma_zc_extract(struct iov_iter *from, struct page **pages,
+				 size_t max, unsigned int max_pages,
+				 size_t *off)
+{
+	unsigned long addr;
+	size_t seg;
+	int n;
+
+	/* Steps over empty segments, so that the first has data. */
+	iov_iter_advance(from, 0);
+	if (!iov_iter_count(from))
+		return 0;
+	if (iter_is_ubuf(from)) {
+		addr = (unsigned long)from->ubuf + from->iov_offset;
+		seg = iov_iter_count(from);
+	} else {
+		addr = (unsigned long)from->iov->iov_base + from->iov_offset;
+		seg = from->iov->iov_len - from->iov_offset;
+	}
+	max = min3(max, seg, iov_iter_count(from));
+	*off = offset_in_page(addr);
+	max_pages = min_t(size_t, max_pages, DIV_ROUND_UP(*off + max, PAGE_SIZE));
+	n = pin_user_pages_fast(addr - *off, max_pages, 0, pages);
+	if (n <= 0)
+		return n ? : -EFAULT;
+	max = min_t(size_t, max, (size_t)n * PAGE_SIZE - *off);
+	iov_iter_advance(from, max);
+	return max;
+}
+#endif
+
+/*
+ * Pins up to @max bytes from @from, at most @max_pages pages, across its
+ * segments (a SEND takes a whole receive buffer, however little it
+ * carries), and advances it past them.  Process context.  An ERR_PTR if
+ * not one byte could be pinned: -EFAULT where a copy would fault too.
+ */
+struct afrdma_zc_send *afrdma_zc_pin(struct iov_iter *from, size_t max,
+				     unsigned int max_pages)
+{
+	struct afrdma_zc_send *zs;
+	unsigned int n = 0, end;
+	size_t off, total = 0;
+	ssize_t len = 0;
+
+	zs = kmalloc(struct_size(zs, sge, max_pages + 1) +
+		     max_pages * sizeof(*zs->pages), GFP_KERNEL);
+	if (!zs)
+		return ERR_PTR(-ENOMEM);
+	zs->pages = (struct page **)&zs->sge[max_pages + 1];
+	while (total < max && n < max_pages && iov_iter_count(from)) {
+		len = afrdma_zc_extract(from, zs->pages + n, max - total,
+					max_pages - n, &off);
+		if (len <= 0)
+			break;
+		total += len;
+		end = n + DIV_ROUND_UP(off + len, PAGE_SIZE);
+		for (; n < end; n++, off = 0) {
+			/* The offset in the page, until mapped. */
+			zs->sge[n + 1].addr = off;
+			zs->sge[n + 1].length = min_t(size_t, len,
+						      PAGE_SIZE - off);
+			len -= zs->sge[n + 1].length;
+		}
+	}
+	if (!total) {
+		kfree(zs);
+		return ERR_PTR(len < 0 ? len : -EFAULT);
+	}
+	zs->uarg = NULL;
+	zs->len = total;
+	zs->nr_pages = n;
+	return zs;
+}
+
+size_t afrdma_zc_len(const struct afrdma_zc_send *zs)
+{
+	return zs->len;
+}
+
+static void afrdma_zc_unmap(struct ib_device *ibdev,
+			    struct afrdma_zc_send *zs, unsigned int n)
+{
+	while (n--)
+		ib_dma_unmap_page(ibdev, zs->sge[n + 1].addr,
+				  zs->sge[n + 1].length, DMA_TO_DEVICE);
+}
+
+/*
+ * Maps @zs and posts it as one SEND: the header already built in @slot,
+ * then the user pages.  Called with conn->lock held and room checked; on
+ * success the slot owns @zs and @zs a reference on @uarg.  Mapping does
+ * not sleep, and a connection that is not dead still has its device.
+ */
+int afrdma_zc_post(struct afrdma_conn *conn, struct afrdma_tx_slot *slot,
+		   struct afrdma_zc_send *zs, struct ubuf_info *uarg,
+		   unsigned int hdr_len)
+{
+	struct ib_device *ibdev = conn->dev->ibdev;
+	struct ib_send_wr wr = {
+		.wr_cqe		= &slot->cqe,
+		.sg_list	= zs->sge,
+		.num_sge	= zs->nr_pages + 1,
+		.opcode		= IB_WR_SEND,
+		.send_flags	= IB_SEND_SIGNALED,
+	};
+	unsigned int i;
+	u64 dma;
+	int err;
+
+	for (i = 0; i < zs->nr_pages; i++) {
+		struct ib_sge *sge = &zs->sge[i + 1];
+
+		dma = ib_dma_map_page(ibdev, zs->pages[i], sge->addr,
+				      sge->length, DMA_TO_DEVICE);
+		if (ib_dma_mapping_error(ibdev, dma)) {
+			err = -ENOMEM;
+			goto unmap;
+		}
+		sge->addr = dma;
+		sge->lkey = conn->dev->pd->local_dma_lkey;
+	}
+	zs->sge[0].addr = slot->dma;
+	zs->sge[0].length = hdr_len;
+	zs->sge[0].lkey = conn->dev->pd->local_dma_lkey;
+	ib_dma_sync_single_for_device(ibdev, slot->dma, hdr_len,
+				      DMA_TO_DEVICE);
+	/* The completion may run on another CPU before the post returns. */
+	zs->uarg = uarg;
+	net_zcopy_get(uarg);
+	slot->zc = zs;
+	err = ib_post_send(conn->qp, &wr, NULL);
+	if (!err)
+		return 0;
+	/* Never posted: the call still holds its own reference. */
+	slot->zc = NULL;
+	zs->uarg = NULL;
+	net_zcopy_put(uarg);
+	err = -EPIPE;
+
+unmap:
+	/* The caller drops @zs: a refused post means a dead QP. */
+	afrdma_zc_unmap(ibdev, zs, i);
+	return err;
+}
+
+/* A pinned SEND that was never posted: unpin, and give the bytes back. */
+void afrdma_zc_drop(struct afrdma_zc_send *zs, struct iov_iter *from)
+{
+	iov_iter_revert(from, zs->len);
+	unpin_user_pages(zs->pages, zs->nr_pages);
+	kfree(zs);
+}
+
+/*
+ * A zero-copy SEND completed, or was flushed: the HCA is done with the
+ * pages.  The last SEND of a call queues its notification.  Softirq, or
+ * the drain in process context.
+ */
+void afrdma_zc_done(struct afrdma_conn *conn, struct afrdma_zc_send *zs)
+{
+	afrdma_zc_unmap(conn->dev->ibdev, zs, zs->nr_pages);
+	unpin_user_pages(zs->pages, zs->nr_pages);
+	net_zcopy_put(zs->uarg);
+	kfree(zs);
 }
 
 /* recvmsg(MSG_ERRQUEUE): the cmsg TCP would give for the peer's family. */

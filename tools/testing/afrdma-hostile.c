@@ -64,7 +64,8 @@ static const struct hostile_case cases[] = {
 	{ "data-empty", "DATA with len 0", EXP_NONE },
 	{ "type-unknown", "a message of type 7", EXP_NONE },
 	{ "credit-lie", "returns 65535 credits it was never given", EXP_NONE },
-	{ "credit-overrun", "sends slots+8 DATA without waiting for credits",
+	{ "credit-overrun",
+	  "sends slots+8 DATA (248 to a ring that grows) without waiting for credits",
 	  EXP_NONE },
 	{ "data-after-fin", "FIN, then DATA", EXP_NONE },
 	{ "ctrl-flood",
@@ -410,7 +411,11 @@ static int attack(struct peer *p, double secs)
 		afrdma_build_msg(hdr, AFRDMA_MSG_CREDIT, 0xffff, 0);
 		post_send(p, HDR_LEN, IBV_WR_SEND, 0, 0);
 	} else if (!strcmp(name, "credit-overrun")) {
-		for (i = 0; i < p->victim.rx_slots + 8 && i < MAX_SEND - 8; i++)
+		/* Past any ring the victim can grow to, by default at least. */
+		unsigned int n = p->victim.flags & AFRDMA_CM_GROW ?
+				 MAX_SEND : p->victim.rx_slots + 8;
+
+		for (i = 0; i < n && i < MAX_SEND - 8; i++)
 			send_msg(p, AFRDMA_MSG_DATA, 64);
 	} else if (!strcmp(name, "data-after-fin")) {
 		send_msg(p, AFRDMA_MSG_FIN, 0);
@@ -480,7 +485,8 @@ static void print_usage(void)
 int main(int argc, char **argv)
 {
 	const char *addr = NULL, *port = NULL, *name = NULL;
-	struct afrdma_cm_params own = { 32, 16384 };
+	/* As afrdma: its ring may grow, and it takes credits for that. */
+	struct afrdma_cm_params own = { 32, 16384, AFRDMA_CM_GROW };
 	struct afrdma_cm_priv priv;
 	struct peer p = {};
 	double secs = 20;

@@ -56,9 +56,10 @@ static void fuzz_cm_priv(const uint8_t *data, size_t size)
 
 	afrdma_build_cm_priv(&priv, &p);
 	CHECK(afrdma_parse_cm_priv(&priv, sizeof(priv), &q) == 0);
-	CHECK(q.rx_slots == p.rx_slots && q.rx_slot_size == p.rx_slot_size);
-	/* Only the fields the parser ignores (flags, reserved) may differ. */
-	CHECK(memcmp(&priv, data, 3) == 0 &&
+	CHECK(q.rx_slots == p.rx_slots && q.rx_slot_size == p.rx_slot_size &&
+	      q.flags == p.flags);
+	/* Only the field the parser ignores (reserved) may differ. */
+	CHECK(memcmp(&priv, data, 4) == 0 &&
 	      memcmp(&priv.rx_slots, data + 4, 2) == 0 &&
 	      memcmp(&priv.rx_slot_size, data + 8, 4) == 0);
 }
@@ -98,6 +99,7 @@ static void fuzz_round_trip(const uint8_t *data, size_t size)
 	struct afrdma_cm_params p = {
 		.rx_slots = get(data, size, 0, 2),
 		.rx_slot_size = get(data, size, 2, 4),
+		.flags = get(data, size, 11, 1),
 	}, q;
 	unsigned int type = get(data, size, 6, 1);
 	unsigned int credits = get(data, size, 7, 2);
@@ -117,7 +119,7 @@ static void fuzz_round_trip(const uint8_t *data, size_t size)
 	CHECK(in_range ? ret == 0 : ret == -EPROTO);
 	if (!ret)
 		CHECK(q.rx_slots == p.rx_slots &&
-		      q.rx_slot_size == p.rx_slot_size);
+		      q.rx_slot_size == p.rx_slot_size && q.flags == p.flags);
 
 	/* Exactly sized, so ASan sees any read past the message. */
 	buf = malloc(sizeof(struct afrdma_msg_hdr) + len);
