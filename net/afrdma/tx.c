@@ -380,10 +380,32 @@ out:
 	return err;
 }
 
-static bool afrdma_send_ready(struct sock *sk, struct afrdma_conn *conn)
+/*
+ * A zero-copy SEND needs a free slot, two credits and no copied bytes held
+ * in the open slot: room in that slot is no room for it.
+ */
+static bool afrdma_tx_zc_writable(const struct afrdma_conn *conn)
+{
+	return !READ_ONCE(conn->dead) && !READ_ONCE(conn->tx_pending) &&
+	       READ_ONCE(conn->tx_head) - READ_ONCE(conn->tx_tail) <
+			READ_ONCE(conn->tx_slots) &&
+	       READ_ONCE(conn->tx_credits) >= 2;
+}
+
+static bool afrdma_send_ready(struct sock *sk, struct afrdma_conn *conn,
+			      bool zc)
 {
 	return READ_ONCE(sk->sk_err) || (sk->sk_shutdown & SEND_SHUTDOWN) ||
-	       afrdma_sk(sk)->conn != conn || afrdma_tx_writable(conn);
+	       afrdma_sk(sk)->conn != conn ||
+	       (zc ? afrdma_tx_zc_writable(conn) : afrdma_tx_writable(conn));
+}
+
+/* The ring, not the peer, holds the sender back, so the ring may grow. */
+static bool afrdma_tx_may_grow_locked(const struct afrdma_conn *conn)
+{
+	return conn->tx_slots < conn->tx_max &&
+	       conn->tx_head - conn->tx_tail >= conn->tx_slots &&
+	       conn->tx_credits >= 2;
 }
 
 int afrdma_sendmsg(struct socket *sock, struct msghdr *msg, size_t len)
@@ -460,6 +482,9 @@ int afrdma_sendmsg(struct socket *sock, struct msghdr *msg, size_t len)
 			if (err != -EAGAIN)
 				break;
 			err = 0;
+			spin_lock_bh(&conn->lock);
+			grow = afrdma_tx_may_grow_locked(conn);
+			spin_unlock_bh(&conn->lock);
 			goto block;
 		}
 
@@ -468,10 +493,7 @@ int afrdma_sendmsg(struct socket *sock, struct msghdr *msg, size_t len)
 		off = conn->tx_pending;
 		/* With tx_filling set the slot, and so tx_head, stays put. */
 		slot = room ? conn->tx[conn->tx_head % conn->tx_slots] : NULL;
-		/* The ring, not the peer, holds us back: it may grow. */
-		grow = !room && conn->tx_slots < conn->tx_max &&
-		       conn->tx_head - conn->tx_tail >= conn->tx_slots &&
-		       conn->tx_credits >= 2;
+		grow = !room && afrdma_tx_may_grow_locked(conn);
 		if (room) {
 			conn->tx_filling = true;
 			if (!off)
@@ -518,7 +540,7 @@ block:
 		/* Nothing may be in flight to tell us the peer died. */
 		afrdma_ka_persist(conn);
 		add_wait_queue(sk_sleep(sk), &wait);
-		sk_wait_event(sk, &timeo, afrdma_send_ready(sk, conn), &wait);
+		sk_wait_event(sk, &timeo, afrdma_send_ready(sk, conn, zc), &wait);
 		remove_wait_queue(sk_sleep(sk), &wait);
 	}
 	if (zs)
