@@ -25,11 +25,19 @@
 #define AFRDMA_HDR_LEN	sizeof(struct afrdma_msg_hdr)
 #define AFRDMA_CORK_MAX	(HZ / 5)	/* TCP's TCP_CORK ceiling */
 
+/*
+ * A SEND of @len bytes from @slot.  Small ones go inline: the post copies
+ * them from the buffer's kernel address (as SMC-R does), so the HCA reads
+ * no memory and nothing needs syncing for it.  The slot is still held
+ * until the completion, as for any SEND: the ring's order and Nagle's
+ * "in flight" (not yet acknowledged by the peer) stay as they were.
+ */
 static int afrdma_post_send(struct afrdma_conn *conn,
 			    struct afrdma_tx_slot *slot, unsigned int len)
 {
+	bool inl = len <= AFRDMA_HDR_LEN + conn->tx_inline && conn->tx_inline;
 	struct ib_sge sge = {
-		.addr	= slot->dma,
+		.addr	= inl ? (uintptr_t)slot->buf : slot->dma,
 		.length	= len,
 		.lkey	= conn->dev->pd->local_dma_lkey,
 	};
@@ -38,11 +46,12 @@ static int afrdma_post_send(struct afrdma_conn *conn,
 		.sg_list	= &sge,
 		.num_sge	= 1,
 		.opcode		= IB_WR_SEND,
-		.send_flags	= IB_SEND_SIGNALED,
+		.send_flags	= IB_SEND_SIGNALED | (inl ? IB_SEND_INLINE : 0),
 	};
 
-	ib_dma_sync_single_for_device(conn->dev->ibdev, slot->dma, len,
-				      DMA_TO_DEVICE);
+	if (!inl)
+		ib_dma_sync_single_for_device(conn->dev->ibdev, slot->dma, len,
+					      DMA_TO_DEVICE);
 	return ib_post_send(conn->qp, &wr, NULL);
 }
 
