@@ -441,6 +441,7 @@ void afrdma_tx_fin(struct afrdma_conn *conn);
 bool afrdma_tx_writable(const struct afrdma_conn *conn);
 bool afrdma_tx_idle(const struct afrdma_conn *conn);
 void afrdma_tx_flush_credits(struct afrdma_conn *conn);
+void afrdma_tx_read_credits(struct afrdma_conn *conn);
 void afrdma_tx_init(struct afrdma_conn *conn);
 void afrdma_tx_stop(struct afrdma_conn *conn);
 void afrdma_tx_set_opt(struct afrdma_conn *conn, int optname, bool on);
