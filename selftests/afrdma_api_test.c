@@ -831,41 +831,39 @@ TEST_F(api, inline_threshold)
 {
 	int old_c, old_s, c, s, big_c, big_s;
 
-	ASSERT_EQ(256, sysctl_rw("inline_threshold", NULL));
+	ASSERT_EQ(0, sysctl_rw("inline_threshold", NULL));
 	ASSERT_EQ(-EINVAL, sysctl_rw("inline_threshold", "-1"));
 	ASSERT_EQ(-EINVAL, sysctl_rw("inline_threshold", "1025"));
-	ASSERT_EQ(256, sysctl_rw("inline_threshold", NULL));
+	ASSERT_EQ(0, sysctl_rw("inline_threshold", NULL));
 	ASSERT_EQ(0, api_pair(_metadata, self, variant));
-	ASSERT_EQ(256, inline_of(self->cfd));
-	ASSERT_EQ(256, inline_of(self->sfd));
+	ASSERT_EQ(0, inline_of(self->cfd));
+	ASSERT_EQ(0, inline_of(self->sfd));
 	old_c = self->cfd;
 	old_s = self->sfd;
 
 	ASSERT_EQ(0, sysctl_rw("inline_threshold", "100"));
 	c = api_pair(_metadata, self, variant) ? -2 : inline_of(self->cfd);
 	s = inline_of(self->sfd);
-	close(self->cfd);
-	close(self->sfd);
-	sysctl_rw("inline_threshold", "0");
-	self->cfd = self->sfd = -1;
-	if (!api_pair(_metadata, self, variant)) {
-		close(self->cfd);
-		close(self->sfd);
-	}
-	self->cfd = self->sfd = -1;
 	/* Beyond what rxe takes (400 bytes): what the device gives, in range. */
 	sysctl_rw("inline_threshold", "1024");
+	close(old_c);
+	close(old_s);
+	old_c = self->cfd;
+	old_s = self->sfd;
+	self->cfd = -1;
+	self->sfd = -1;
 	big_c = api_pair(_metadata, self, variant) ? -2 : inline_of(self->cfd);
 	big_s = inline_of(self->sfd);
-	sysctl_rw("inline_threshold", "256");
+	sysctl_rw("inline_threshold", "0");
 	EXPECT_EQ(100, c);
 	EXPECT_EQ(100, s);
 	EXPECT_LT(0, big_c);
 	EXPECT_GE(1024, big_c);
 	EXPECT_EQ(big_c, big_s);
 	TH_LOG("threshold 1024 gives %d inline bytes", big_c);
-	EXPECT_EQ(256, inline_of(old_c));
-	EXPECT_EQ(256, inline_of(old_s));
+	/* The 100-byte connection kept its figure through the change. */
+	EXPECT_EQ(100, inline_of(old_c));
+	EXPECT_EQ(100, inline_of(old_s));
 	close(old_c);
 	close(old_s);
 }
@@ -928,7 +926,7 @@ TEST_F(api, inline_sizes)
 
 	ASSERT_EQ(0, sysctl_rw("inline_threshold", "100"));
 	ok = api_pair(_metadata, self, variant);
-	sysctl_rw("inline_threshold", "256");
+	sysctl_rw("inline_threshold", "0");
 	ASSERT_EQ(0, ok);
 	ASSERT_EQ(INL, inline_of(self->cfd));
 	ASSERT_EQ(INL, inline_of(self->sfd));

@@ -40,8 +40,8 @@
 #define AFRDMA_RC_RETRIES	6
 #define AFRDMA_ACK_TIMEOUT	19
 #define AFRDMA_ZC_MIN		(16 * 1024)
-/* Payload bytes a SEND may carry inline by default, and at most. */
-#define AFRDMA_INLINE		256
+/* Payload bytes a SEND may carry inline: off by default (README), at most. */
+#define AFRDMA_INLINE		0
 #define AFRDMA_INLINE_MAX	1024
 /* Send gather entries: a header and up to 16 user pages per SEND. */
 #define AFRDMA_ZC_MAX_SGE	17
