@@ -815,6 +815,165 @@ TEST_F(api, busy_poll)
 	ASSERT_LT(before, busy_polls());
 }
 
+/* The payload bytes @fd's connection sends inline, or -1. */
+static int inline_of(int fd)
+{
+	struct afrdma_rings r = {};
+
+	return afrdma_rings(fd, &r) ? -1 : (int)r.inl;
+}
+
+/*
+ * net.afrdma.inline_threshold is checked on write and taken by connections
+ * set up afterwards, at both ends; live ones keep theirs.
+ */
+TEST_F(api, inline_threshold)
+{
+	int old_c, old_s, c, s, big_c, big_s;
+
+	ASSERT_EQ(0, sysctl_rw("inline_threshold", NULL));
+	ASSERT_EQ(-EINVAL, sysctl_rw("inline_threshold", "-1"));
+	ASSERT_EQ(-EINVAL, sysctl_rw("inline_threshold", "1025"));
+	ASSERT_EQ(0, sysctl_rw("inline_threshold", NULL));
+	ASSERT_EQ(0, api_pair(_metadata, self, variant));
+	ASSERT_EQ(0, inline_of(self->cfd));
+	ASSERT_EQ(0, inline_of(self->sfd));
+	old_c = self->cfd;
+	old_s = self->sfd;
+
+	ASSERT_EQ(0, sysctl_rw("inline_threshold", "100"));
+	c = api_pair(_metadata, self, variant) ? -2 : inline_of(self->cfd);
+	s = inline_of(self->sfd);
+	/* Beyond what rxe takes (400 bytes): what the device gives, in range. */
+	sysctl_rw("inline_threshold", "1024");
+	close(old_c);
+	close(old_s);
+	old_c = self->cfd;
+	old_s = self->sfd;
+	self->cfd = -1;
+	self->sfd = -1;
+	big_c = api_pair(_metadata, self, variant) ? -2 : inline_of(self->cfd);
+	big_s = inline_of(self->sfd);
+	sysctl_rw("inline_threshold", "0");
+	EXPECT_EQ(100, c);
+	EXPECT_EQ(100, s);
+	EXPECT_LT(0, big_c);
+	EXPECT_GE(1024, big_c);
+	EXPECT_EQ(big_c, big_s);
+	TH_LOG("threshold 1024 gives %d inline bytes", big_c);
+	/* The 100-byte connection kept its figure through the change. */
+	EXPECT_EQ(100, inline_of(old_c));
+	EXPECT_EQ(100, inline_of(old_s));
+	close(old_c);
+	close(old_s);
+}
+
+#define INL	100	/* inline_threshold for inline_sizes */
+#define INL_N	400	/* messages per size */
+
+/* The @i-th message of @len bytes, different in every byte and message. */
+static void inl_fill(unsigned char *buf, size_t len, unsigned int i)
+{
+	size_t j;
+
+	for (j = 0; j < len; j++)
+		buf[j] = (unsigned char)(i * 131 + j * 7 + len);
+}
+
+struct inl_reader {
+	int			fd;
+	size_t			bytes;
+	unsigned long long	csum;
+	int			err;
+};
+
+static void *inl_read(void *arg)
+{
+	struct inl_reader *r = arg;
+	struct afrdma_csum c = {};
+	unsigned char buf[333];
+	size_t done = 0;
+	ssize_t n;
+
+	while (done < r->bytes) {
+		n = recv(r->fd, buf, sizeof(buf), 0);
+		if (n <= 0) {
+			r->err = n < 0 ? errno : EPIPE;
+			break;
+		}
+		afrdma_csum_update(&c, buf, n);
+		done += n;
+	}
+	r->csum = afrdma_csum_final(&c);
+	return NULL;
+}
+
+/*
+ * Messages just under, at and just over the inline threshold (payload
+ * bytes), alone and mixed, arrive intact: a ping-pong, where every message
+ * is a SEND of its own, and a stream with TCP_NODELAY.
+ */
+TEST_F(api, inline_sizes)
+{
+	static const size_t sizes[] = { INL - 1, INL, INL + 1, 1 };
+	unsigned char out[INL + 1], in[INL + 1];
+	struct timeval tv = { .tv_sec = 60 };
+	struct inl_reader rd = {};
+	struct afrdma_csum c = {};
+	unsigned int i, k;
+	int one = 1, ok;
+	pthread_t t;
+
+	ASSERT_EQ(0, sysctl_rw("inline_threshold", "100"));
+	ok = api_pair(_metadata, self, variant);
+	sysctl_rw("inline_threshold", "0");
+	ASSERT_EQ(0, ok);
+	ASSERT_EQ(INL, inline_of(self->cfd));
+	ASSERT_EQ(INL, inline_of(self->sfd));
+	ASSERT_EQ(0, setsockopt(self->cfd, SOL_TCP, TCP_NODELAY, &one, sizeof(one)));
+	ASSERT_EQ(0, setsockopt(self->sfd, SOL_TCP, TCP_NODELAY, &one, sizeof(one)));
+	/* A stall fails the test instead of hanging it. */
+	ASSERT_EQ(0, setsockopt(self->cfd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)));
+	ASSERT_EQ(0, setsockopt(self->sfd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)));
+	ASSERT_EQ(0, setsockopt(self->cfd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)));
+
+	for (k = 0; k < ARRAY_SIZE(sizes); k++) {
+		ssize_t len = sizes[k];
+
+		for (i = 0; i < INL_N / 4; i++) {
+			inl_fill(out, len, i);
+			ASSERT_EQ(len, send(self->cfd, out, len, 0));
+			ASSERT_EQ(len, recv(self->sfd, in, len, MSG_WAITALL));
+			ASSERT_EQ(0, memcmp(out, in, len)) TH_LOG("%zd bytes, ping %u", len, i);
+			in[0] ^= 0xff;
+			ASSERT_EQ(len, send(self->sfd, in, len, 0));
+			ASSERT_EQ(len, recv(self->cfd, out, len, MSG_WAITALL));
+			ASSERT_EQ(0, memcmp(out, in, len)) TH_LOG("%zd bytes, pong %u", len, i);
+		}
+	}
+
+	/* Each size on its own, then all of them interleaved. */
+	for (k = 0; k <= ARRAY_SIZE(sizes); k++)
+		for (i = 0; i < INL_N; i++)
+			rd.bytes += sizes[k < ARRAY_SIZE(sizes) ? k : i % ARRAY_SIZE(sizes)];
+	rd.fd = self->sfd;
+	ASSERT_EQ(0, pthread_create(&t, NULL, inl_read, &rd));
+	for (k = 0; k <= ARRAY_SIZE(sizes); k++) {
+		for (i = 0; i < INL_N; i++) {
+			size_t len = sizes[k < ARRAY_SIZE(sizes) ? k :
+					   i % ARRAY_SIZE(sizes)];
+
+			inl_fill(out, len, i);
+			afrdma_csum_update(&c, out, len);
+			if (send(self->cfd, out, len, 0) != (ssize_t)len)
+				break;
+		}
+	}
+	pthread_join(t, NULL);
+	ASSERT_EQ(0, rd.err) TH_LOG("reader: %s", strerror(rd.err));
+	ASSERT_EQ(afrdma_csum_final(&c), rd.csum);
+}
+
 /* Ports below 1024 need CAP_NET_BIND_SERVICE, as for TCP. */
 TEST_F(api, privileged_port)
 {

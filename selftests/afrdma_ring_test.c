@@ -7,6 +7,7 @@
  * sizes come from /proc/net/afrdma.
  */
 #include <errno.h>
+#include <netinet/tcp.h>
 #include <pthread.h>
 #include <sys/socket.h>
 
@@ -341,6 +342,85 @@ TEST_F(ring, integrity_while_growing)
 	EXPECT_GE(s.rx_max, s.rx);
 	/* Some ring grew; which ones depends on who ran short of what. */
 	EXPECT_LT(4 * self->initial, c.rx + c.tx + s.rx + s.tx);
+}
+
+/*
+ * In a ping-pong the credits ride on the answers: no credit message of its
+ * own, even after the reader once owed half its ring of 4 (two messages
+ * read before it answered, as a request header and the first ping).  Each
+ * such message takes a buffer at the peer, owed back in turn, so one used
+ * to keep a credit message going per message for the connection's life.
+ */
+TEST_F(ring, pingpong_credits_ride)
+{
+	char buf[64] = "ping";
+	long long before;
+	int i;
+
+	ASSERT_EQ(0, pair(_metadata, self, -1));
+	ASSERT_EQ(16, send(self->cfd, buf, 16, 0));
+	ASSERT_EQ(16, recv(self->sfd, buf, 16, MSG_WAITALL));
+	ASSERT_EQ(64, send(self->cfd, buf, 64, 0));
+	ASSERT_EQ(64, recv(self->sfd, buf, 64, MSG_WAITALL));
+	ASSERT_EQ(64, send(self->sfd, buf, 64, 0));
+	ASSERT_EQ(64, recv(self->cfd, buf, 64, MSG_WAITALL));
+	before = afrdma_stat("CtrlSends");
+	ASSERT_LE(0, before);
+	for (i = 0; i < 200; i++) {
+		ASSERT_EQ(64, send(self->cfd, buf, 64, 0));
+		ASSERT_EQ(64, recv(self->sfd, buf, 64, MSG_WAITALL));
+		ASSERT_EQ(64, send(self->sfd, buf, 64, 0));
+		ASSERT_EQ(64, recv(self->cfd, buf, 64, MSG_WAITALL));
+	}
+	/* A few for the start are fine; one per message is not. */
+	EXPECT_GT(before + 10, afrdma_stat("CtrlSends"))
+		TH_LOG("%lld credit messages for 400 messages",
+		       afrdma_stat("CtrlSends") - before);
+}
+
+/*
+ * Credits on the smallest rings (4 buffers each way, SO_RCVBUF), in the
+ * corner where the credit returns have the least room: the server's
+ * messages fill all but one of the client's receive buffers and stay
+ * unread, while the client streams to the server, whose credit returns
+ * need the client's last buffer and must still get their own credits back.
+ * Then the other way round.  A lost credit would stall the stream: the
+ * transfer's timeouts make that a failure, not a hang.
+ */
+TEST_F(ring, credits_small_rings)
+{
+	struct timeval tv = { .tv_sec = 60 };
+	int one = 1, fd, side, k;
+	char msg[100], in[100];
+
+	fd = 4 * SLOT;
+	ASSERT_EQ(0, setsockopt(self->lfd, SOL_SOCKET, SO_RCVBUF, &fd, sizeof(fd)));
+	fd = sized_socket(4 * SLOT, 4 * SLOT, false);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, pair(_metadata, self, fd));
+	EXPECT_EQ(4U, rings_of(_metadata, self->cfd).rx_max);
+	EXPECT_EQ(4U, rings_of(_metadata, self->sfd).rx_max);
+	for (side = 0; side < 2; side++) {
+		int a = side ? self->sfd : self->cfd;
+		int b = side ? self->cfd : self->sfd;
+
+		ASSERT_EQ(0, setsockopt(b, SOL_TCP, TCP_NODELAY, &one, sizeof(one)));
+		ASSERT_EQ(0, setsockopt(b, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)));
+		ASSERT_EQ(0, setsockopt(a, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)));
+		/* One SEND each, into the three buffers a data message may take. */
+		for (k = 0; k < 3; k++) {
+			memset(msg, 'a' + k, sizeof(msg));
+			ASSERT_EQ((ssize_t)sizeof(msg), send(b, msg, sizeof(msg), 0));
+		}
+		transfer(_metadata, a, b, BULK / 4, 0);
+		for (k = 0; k < 3; k++) {
+			memset(msg, 'a' + k, sizeof(msg));
+			ASSERT_EQ((ssize_t)sizeof(in), recv(a, in, sizeof(in), MSG_WAITALL));
+			ASSERT_EQ(0, memcmp(msg, in, sizeof(in)));
+		}
+	}
+	/* And both ways at once on rings that cannot grow. */
+	transfer(_metadata, self->cfd, self->sfd, BULK / 4, BULK / 4);
 }
 
 /* initial_slots: its range, and at the maximum the rings start full. */

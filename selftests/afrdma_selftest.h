@@ -154,9 +154,12 @@ fail:
 	return -1;
 }
 
-/* A connection's rings from /proc/net/afrdma: buffers now and at most. */
+/*
+ * A connection's rings from /proc/net/afrdma: buffers now and at most, and
+ * the payload bytes a SEND carries inline (-1U from a module without it).
+ */
 struct afrdma_rings {
-	unsigned int	rx, rx_max, tx, tx_max;
+	unsigned int	rx, rx_max, tx, tx_max, inl;
 };
 
 /* @fd's rings, found by the socket's inode; -1 if it is not listed. */
@@ -173,8 +176,9 @@ static inline int afrdma_rings(int fd, struct afrdma_rings *r)
 	if (fstat(fd, &st))
 		goto out;
 	while (fgets(line, sizeof(line), f)) {
-		if (sscanf(line, "%*s %*s %*s %*s %*u %*u %*u %lu %*u %*s %*u %u/%u %u/%u",
-			   &ino, &r->rx, &r->rx_max, &r->tx, &r->tx_max) == 5 &&
+		r->inl = -1U;
+		if (sscanf(line, "%*s %*s %*s %*s %*u %*u %*u %lu %*u %*s %*u %u/%u %u/%u %u",
+			   &ino, &r->rx, &r->rx_max, &r->tx, &r->tx_max, &r->inl) >= 5 &&
 		    ino == st.st_ino) {
 			ret = 0;
 			break;

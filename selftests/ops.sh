@@ -189,7 +189,7 @@ keepalive_sysctls()
 }
 
 echo "TAP version 13"
-echo "1..13"
+echo "1..14"
 check "fallback_range" out_of_range fallback 2
 check "fallback_timeout_range" out_of_range fallback_timeout_ms 50
 check "slot_size_range" out_of_range slot_size 100
@@ -197,6 +197,7 @@ check "max_connections_range" out_of_range max_connections -1
 check "keepalive_time_range" out_of_range keepalive_time 0
 check "keepalive_intvl_range" out_of_range keepalive_intvl 32768
 check "keepalive_probes_range" out_of_range keepalive_probes 128
+check "inline_threshold_range" out_of_range inline_threshold 1025
 check "keepalive_sysctls" keepalive_sysctls
 check "stats_text" stats_text_matches
 check "stats_json" stats_json_matches

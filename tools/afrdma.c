@@ -59,15 +59,15 @@ static const char *const fallback_reasons[] = {
 
 /*
  * /proc/net/afrdma: "state local remote transport rx_queue tx_queue uid
- * inode qpn device fallback_reason rx_slots tx_slots" after a header line,
- * the rings as now/largest.  Like ss, the
+ * inode qpn device fallback_reason rx_slots tx_slots inline" after a header
+ * line, the rings as now/largest and the payload bytes a SEND carries inline.  Like ss, the
  * default leaves listeners out; -l shows only them, -a everything.
  */
 static int cmd_ss(int which)
 {
 	const char *path = "/proc/net/afrdma";
 	char state[16], local[64], remote[64], transport[8], dev[64];
-	unsigned int rxq, txq, uid, qpn, reason, rx, rx_max, tx, tx_max;
+	unsigned int rxq, txq, uid, qpn, reason, rx, rx_max, tx, tx_max, inl;
 	unsigned long ino;
 	char line[512];
 	int fields;
@@ -85,9 +85,10 @@ static int cmd_ss(int which)
 	while (fgets(line, sizeof(line), f)) {
 		bool listening;
 
-		fields = sscanf(line, "%15s %63s %63s %7s %u %u %u %lu %u %63s %u %u/%u %u/%u",
+		fields = sscanf(line, "%15s %63s %63s %7s %u %u %u %lu %u %63s %u %u/%u %u/%u %u",
 				state, local, remote, transport, &rxq, &txq, &uid,
-				&ino, &qpn, dev, &reason, &rx, &rx_max, &tx, &tx_max);
+				&ino, &qpn, dev, &reason, &rx, &rx_max, &tx, &tx_max,
+				&inl);
 		if (fields < 11)
 			continue;
 		listening = !strcmp(state, "LISTEN");
@@ -101,9 +102,11 @@ static int cmd_ss(int which)
 			printf(" qp:%u", qpn);
 		if (strcmp(dev, "-"))
 			printf(" dev:%s", dev);
-		if (qpn && fields == 15)
+		if (qpn && fields >= 15)
 			printf(" rx_slots:%u/%u tx_slots:%u/%u", rx, rx_max, tx,
 			       tx_max);
+		if (qpn && fields >= 16)
+			printf(" inline:%u", inl);
 		if (reason && reason < ARRAY_SIZE(fallback_reasons))
 			printf(" fallback:%s", fallback_reasons[reason]);
 		putchar('\n');

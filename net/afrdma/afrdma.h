@@ -40,6 +40,9 @@
 #define AFRDMA_RC_RETRIES	6
 #define AFRDMA_ACK_TIMEOUT	19
 #define AFRDMA_ZC_MIN		(16 * 1024)
+/* Payload bytes a SEND may carry inline: off by default (README), at most. */
+#define AFRDMA_INLINE		0
+#define AFRDMA_INLINE_MAX	1024
 /* Send gather entries: a header and up to 16 user pages per SEND. */
 #define AFRDMA_ZC_MAX_SGE	17
 
@@ -91,6 +94,7 @@ struct afrdma_net {
 	int			keepalive_probes;
 	int			busy_poll;	/* usecs; SO_BUSY_POLL's default */
 	int			zerocopy_min;	/* bytes; smaller sends copy */
+	int			inline_threshold; /* payload bytes sent inline */
 	atomic_t		conns;		/* RDMA connections with resources */
 	struct ctl_table_header	*sysctl;
 	struct afrdma_mib __percpu *mib;
@@ -194,6 +198,7 @@ struct afrdma_conn {
 	unsigned int		tx_payload;	/* bytes of data per SEND */
 	unsigned int		peer_rx_slots;	/* most buffers it may offer */
 	unsigned int		zc_pages;	/* user pages per SEND; 0: copy */
+	unsigned int		tx_inline;	/* payload sent inline, at most */
 
 	spinlock_t		lock;		/* the fields below */
 	struct list_head	rx_ready;	/* slots with unread payload */
@@ -436,6 +441,7 @@ void afrdma_tx_fin(struct afrdma_conn *conn);
 bool afrdma_tx_writable(const struct afrdma_conn *conn);
 bool afrdma_tx_idle(const struct afrdma_conn *conn);
 void afrdma_tx_flush_credits(struct afrdma_conn *conn);
+void afrdma_tx_read_credits(struct afrdma_conn *conn);
 void afrdma_tx_init(struct afrdma_conn *conn);
 void afrdma_tx_stop(struct afrdma_conn *conn);
 void afrdma_tx_set_opt(struct afrdma_conn *conn, int optname, bool on);

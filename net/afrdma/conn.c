@@ -172,10 +172,18 @@ static int afrdma_alloc_bufs(struct afrdma_conn *conn, unsigned int tx)
 	return 0;
 }
 
-static int afrdma_create_qp(struct afrdma_conn *conn)
+/*
+ * SENDs of up to @want payload bytes go inline (net.afrdma.inline_threshold):
+ * the post copies them into the work request, so the HCA fetches no buffer.
+ * Devices cap inline data and say so only by failing the create, so a QP
+ * the device refuses with it is created without; we then use what the
+ * device reports it gives anyway, within @want.
+ */
+static int afrdma_create_qp(struct afrdma_conn *conn, unsigned int want)
 {
 	struct ib_device *ibdev = conn->dev->ibdev;
 	struct ib_qp_init_attr attr = {};
+	u32 hdr = sizeof(struct afrdma_msg_hdr), got;
 	int err;
 
 	/*
@@ -200,13 +208,20 @@ static int afrdma_create_qp(struct afrdma_conn *conn)
 	attr.cap.max_send_sge = clamp_t(u32, ibdev->attrs.max_send_sge, 1,
 					AFRDMA_ZC_MAX_SGE);
 	attr.cap.max_recv_sge = 1;
+	attr.cap.max_inline_data = want ? want + hdr : 0;
 	attr.sq_sig_type = IB_SIGNAL_REQ_WR;
 	attr.qp_type = IB_QPT_RC;
 
 	err = rdma_create_qp(conn->cm_id, conn->dev->pd, &attr);
+	if (err && attr.cap.max_inline_data) {
+		attr.cap.max_inline_data = 0;
+		err = rdma_create_qp(conn->cm_id, conn->dev->pd, &attr);
+	}
 	if (err)
 		return err;
 	conn->qp = conn->cm_id->qp;
+	got = attr.cap.max_inline_data;
+	conn->tx_inline = got > hdr ? min(want, got - hdr) : 0;
 	conn->zc_pages = min_t(u32, attr.cap.max_send_sge,
 			       AFRDMA_ZC_MAX_SGE) - 1;
 	return 0;
@@ -347,7 +362,7 @@ struct afrdma_conn *afrdma_conn_create(struct sock *sk, struct rdma_cm_id *id,
 	err = afrdma_alloc_bufs(conn, tx);
 	if (err)
 		goto fail;
-	err = afrdma_create_qp(conn);
+	err = afrdma_create_qp(conn, READ_ONCE(an->inline_threshold));
 	if (err)
 		goto fail;
 	if (afrdma_rx_add(conn, rx) != rx) {

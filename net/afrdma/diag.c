@@ -165,7 +165,7 @@ static void afrdma_seq_stop(struct seq_file *seq, void *v)
 
 static int afrdma_seq_show(struct seq_file *seq, void *v)
 {
-	unsigned int rx = 0, rx_max = 0, tx = 0, tx_max = 0;
+	unsigned int rx = 0, rx_max = 0, tx = 0, tx_max = 0, inl = 0;
 	struct afrdma_conn *conn;
 	struct afrdma_sock *ars;
 	u32 rxq, txq, qpn;
@@ -174,7 +174,7 @@ static int afrdma_seq_show(struct seq_file *seq, void *v)
 	int state;
 
 	if (v == &afrdma_socks) {
-		seq_puts(seq, "state local remote transport rx_queue tx_queue uid inode qpn device fallback_reason rx_slots tx_slots\n");
+		seq_puts(seq, "state local remote transport rx_queue tx_queue uid inode qpn device fallback_reason rx_slots tx_slots inline\n");
 		return 0;
 	}
 	ars = list_entry(v, struct afrdma_sock, diag_node);
@@ -191,8 +191,9 @@ static int afrdma_seq_show(struct seq_file *seq, void *v)
 		rx_max = READ_ONCE(conn->rx_max);
 		tx = READ_ONCE(conn->tx_slots);
 		tx_max = READ_ONCE(conn->tx_max);
+		inl = READ_ONCE(conn->tx_inline);
 	}
-	seq_printf(seq, "%s %pISpc %pISpc %s %u %u %u %lu %u %s %u %u/%u %u/%u\n",
+	seq_printf(seq, "%s %pISpc %pISpc %s %u %u %u %lu %u %s %u %u/%u %u/%u %u\n",
 		   state < ARRAY_SIZE(afrdma_state_names) &&
 		   afrdma_state_names[state] ? afrdma_state_names[state] : "?",
 		   afrdma_diag_addr(&ars->diag_src),
@@ -200,7 +201,7 @@ static int afrdma_seq_show(struct seq_file *seq, void *v)
 		   afrdma_transport_names[READ_ONCE(ars->transport)], rxq, txq,
 		   from_kuid_munged(seq_user_ns(seq), uid), sock_i_ino(sk), qpn,
 		   ars->diag_dev[0] ? ars->diag_dev : "-",
-		   READ_ONCE(ars->fb_reason), rx, rx_max, tx, tx_max);
+		   READ_ONCE(ars->fb_reason), rx, rx_max, tx, tx_max, inl);
 	return 0;
 }
 

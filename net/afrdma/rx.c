@@ -288,7 +288,7 @@ int afrdma_recvmsg(struct socket *sock, struct msghdr *msg, size_t len,
 
 	conn = afrdma_sk(sk)->conn;
 	if (conn)
-		afrdma_tx_flush_credits(conn);
+		afrdma_tx_read_credits(conn);
 out:
 	release_sock(sk);
 	return copied ? copied : err;

@@ -27,6 +27,7 @@ static int afrdma_ka_time_max = MAX_TCP_KEEPIDLE;
 static int afrdma_ka_intvl_max = MAX_TCP_KEEPINTVL;
 static int afrdma_ka_probes_max = MAX_TCP_KEEPCNT;
 static int afrdma_busy_poll_max = USEC_PER_SEC;
+static int afrdma_inline_max = AFRDMA_INLINE_MAX;
 
 /* The template's .data point in here; each netns moves them to its copy. */
 static struct afrdma_net afrdma_net_defaults = {
@@ -41,6 +42,7 @@ static struct afrdma_net afrdma_net_defaults = {
 	.keepalive_intvl = AFRDMA_KEEPALIVE_INTVL,
 	.keepalive_probes = AFRDMA_KEEPALIVE_PROBES,
 	.zerocopy_min	= AFRDMA_ZC_MIN,
+	.inline_threshold = AFRDMA_INLINE,
 };
 
 static struct ctl_table afrdma_sysctl_template[] = {
@@ -161,6 +163,15 @@ static struct ctl_table afrdma_sysctl_template[] = {
 		.proc_handler	= proc_dointvec_minmax,
 		.extra1		= &afrdma_slots_min,
 		.extra2		= &afrdma_slots_max,
+	},
+	{
+		.procname	= "inline_threshold",
+		.data		= &afrdma_net_defaults.inline_threshold,
+		.maxlen		= sizeof(int),
+		.mode		= 0644,
+		.proc_handler	= proc_dointvec_minmax,
+		.extra1		= SYSCTL_ZERO,
+		.extra2		= &afrdma_inline_max,
 	},
 	{ }	/* sentinel, for kernels that still want one */
 };

@@ -25,11 +25,19 @@
 #define AFRDMA_HDR_LEN	sizeof(struct afrdma_msg_hdr)
 #define AFRDMA_CORK_MAX	(HZ / 5)	/* TCP's TCP_CORK ceiling */
 
+/*
+ * A SEND of @len bytes from @slot.  Small ones go inline: the post copies
+ * them from the buffer's kernel address (as SMC-R does), so the HCA reads
+ * no memory and nothing needs syncing for it.  The slot is still held
+ * until the completion, as for any SEND: the ring's order and Nagle's
+ * "in flight" (not yet acknowledged by the peer) stay as they were.
+ */
 static int afrdma_post_send(struct afrdma_conn *conn,
 			    struct afrdma_tx_slot *slot, unsigned int len)
 {
+	bool inl = len <= AFRDMA_HDR_LEN + conn->tx_inline && conn->tx_inline;
 	struct ib_sge sge = {
-		.addr	= slot->dma,
+		.addr	= inl ? (uintptr_t)slot->buf : slot->dma,
 		.length	= len,
 		.lkey	= conn->dev->pd->local_dma_lkey,
 	};
@@ -38,11 +46,12 @@ static int afrdma_post_send(struct afrdma_conn *conn,
 		.sg_list	= &sge,
 		.num_sge	= 1,
 		.opcode		= IB_WR_SEND,
-		.send_flags	= IB_SEND_SIGNALED,
+		.send_flags	= IB_SEND_SIGNALED | (inl ? IB_SEND_INLINE : 0),
 	};
 
-	ib_dma_sync_single_for_device(conn->dev->ibdev, slot->dma, len,
-				      DMA_TO_DEVICE);
+	if (!inl)
+		ib_dma_sync_single_for_device(conn->dev->ibdev, slot->dma, len,
+					      DMA_TO_DEVICE);
 	return ib_post_send(conn->qp, &wr, NULL);
 }
 
@@ -107,11 +116,47 @@ static int afrdma_ctrl_post_locked(struct afrdma_conn *conn, unsigned int type)
 	return 0;
 }
 
-/* Returns credits once half the receive buffers wait to be reported. */
+/*
+ * Whether owed credits should go in a message of their own rather than
+ * wait for the next data to carry them: when the peer has too few left to
+ * send data (fewer than 2), or, unless @read (the program just read and
+ * may well answer), once half the receive buffers are owed.  Never fewer
+ * than 2: a credit return takes a buffer of the peer's, which it owes back
+ * in turn, so returns of one credit could bounce between two idle peers
+ * forever; returns of two or more die out.  A reader that has drained its
+ * buffers owes all but what the peer still holds, so a peer waiting for
+ * credits always has them returned.
+ */
+static bool afrdma_credits_due_locked(const struct afrdma_conn *conn,
+				      bool read)
+{
+	if (!conn->peer_rx_slots || conn->rx_owed < 2)
+		return false;
+	return conn->peer_credits < 2 ||
+	       (!read && conn->rx_owed >= conn->rx_slots / 2);
+}
+
+/* Returns credits if they are due; any context. */
 void afrdma_tx_flush_credits(struct afrdma_conn *conn)
 {
 	spin_lock_bh(&conn->lock);
-	if (conn->peer_rx_slots && conn->rx_owed >= conn->rx_slots / 2)
+	if (afrdma_credits_due_locked(conn, false))
+		afrdma_ctrl_post_locked(conn, AFRDMA_MSG_CREDIT);
+	spin_unlock_bh(&conn->lock);
+}
+
+/*
+ * After recvmsg() consumed data: only a peer that cannot send gets a
+ * credit return now.  Otherwise the credits wait for our next message:
+ * the answer a ping-pong or RPC is about to write, or a return once half
+ * the ring is owed when the next message arrives or the reader sleeps.
+ * Returning them here at half a ring of 4 cost a credit message per
+ * message in a ping-pong, each one's buffer owed back in turn.
+ */
+void afrdma_tx_read_credits(struct afrdma_conn *conn)
+{
+	spin_lock_bh(&conn->lock);
+	if (afrdma_credits_due_locked(conn, true))
 		afrdma_ctrl_post_locked(conn, AFRDMA_MSG_CREDIT);
 	spin_unlock_bh(&conn->lock);
 }
