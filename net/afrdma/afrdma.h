@@ -43,6 +43,18 @@
 /* Send gather entries: a header and up to 16 user pages per SEND. */
 #define AFRDMA_ZC_MAX_SGE	17
 
+/*
+ * Receive zero-copy (rzc.c): sends of at least net.afrdma.rx_zerocopy_min
+ * bytes advertise up to AFRDMA_RZC_PAGES user pages per SRCAVAIL, which
+ * the receiver RDMA READs with up to AFRDMA_RZC_RD_DEPTH READs in flight.
+ * AFRDMA_RZC_WRS send queue entries cover one receive's READs and one
+ * advertised region's REG_MR and LOCAL_INV.
+ */
+#define AFRDMA_RZC_MIN		(64 * 1024)
+#define AFRDMA_RZC_PAGES	256
+#define AFRDMA_RZC_RD_DEPTH	16
+#define AFRDMA_RZC_WRS		(AFRDMA_RZC_PAGES / (AFRDMA_ZC_MAX_SGE - 1) + 4)
+
 /* Local limit on buffers per direction: the QP and CQ are sized from it. */
 #define AFRDMA_MAX_SLOTS_LOCAL	1024
 
@@ -69,6 +81,10 @@ enum afrdma_mib_field {
 	AFRDMA_MIB_BUSY_POLL_MISSES,	/* a spin ended in a sleep after all */
 	AFRDMA_MIB_ZEROCOPY_SENDS,	/* MSG_ZEROCOPY calls sent from user pages */
 	AFRDMA_MIB_ZEROCOPY_COPIED,	/* MSG_ZEROCOPY calls copied instead */
+	AFRDMA_MIB_SRCAVAIL_SENT,	/* regions offered for RDMA READ */
+	AFRDMA_MIB_RX_ZEROCOPY_READS,	/* recvs READ into the user's pages */
+	AFRDMA_MIB_RX_ZEROCOPY_BYTES,
+	AFRDMA_MIB_RX_BOUNCE_READS,	/* READs into a receive buffer */
 	AFRDMA_MIB_MAX
 };
 
@@ -91,6 +107,7 @@ struct afrdma_net {
 	int			keepalive_probes;
 	int			busy_poll;	/* usecs; SO_BUSY_POLL's default */
 	int			zerocopy_min;	/* bytes; smaller sends copy */
+	int			rx_zerocopy_min; /* bytes; 0: no SRCAVAIL */
 	atomic_t		conns;		/* RDMA connections with resources */
 	struct ctl_table_header	*sysctl;
 	struct afrdma_mib __percpu *mib;
@@ -125,9 +142,14 @@ struct afrdma_rx_slot {
 	u64			dma;
 	unsigned int		len;		/* payload bytes */
 	unsigned int		off;		/* payload already read */
+	/* A SRCAVAIL: @len bytes at @src_addr, to READ; set on receipt */
+	bool			src;
+	u32			src_rkey;
+	u64			src_addr;
 };
 
 struct afrdma_zc_send;
+struct afrdma_rzc_src;
 
 /*
  * A send buffer.  @zc is set by the owner when it posts the slot with the
@@ -170,6 +192,17 @@ struct afrdma_tx_slot {
  * it due posts it.  @tx_cork and @tx_nodelay mirror the socket options,
  * written by the owner under @lock.  @cork_timer only ever takes @lock;
  * teardown shuts it down before draining the QP.
+ *
+ * Receive zero-copy (rzc.c): @src, under @lock, is the region we offered
+ * with a SRCAVAIL; the owner sets it when it posts the SRCAVAIL, and while
+ * it is set nothing more of the stream is posted.  The receive completion
+ * of the peer's RDDONE posts its LOCAL_INV (setting @src->inv_posted under
+ * @lock) and that completion, or teardown after the drain if it was never
+ * posted, releases it and clears @src.  @src_rcvd, under @lock, says the
+ * peer's SRCAVAIL waits in @rx_ready (one at a time); @rddone, under
+ * @lock, is the RDDONE owed to the peer, posted like a FIN when credits
+ * allow.  @mr_pool (owner) says qp->rdma_mrs holds our MR; @rzc and
+ * @rd_sge are fixed once the connection starts.
  */
 struct afrdma_conn {
 	struct sock		*sk;
@@ -194,6 +227,10 @@ struct afrdma_conn {
 	unsigned int		tx_payload;	/* bytes of data per SEND */
 	unsigned int		peer_rx_slots;	/* most buffers it may offer */
 	unsigned int		zc_pages;	/* user pages per SEND; 0: copy */
+	unsigned int		rd_sge;		/* gather entries per READ */
+	unsigned int		rzc_pages;	/* pages per SRCAVAIL; 0: none */
+	bool			rzc;		/* peer takes SRCAVAIL */
+	bool			mr_pool;	/* qp->rdma_mrs set up */
 
 	spinlock_t		lock;		/* the fields below */
 	struct list_head	rx_ready;	/* slots with unread payload */
@@ -208,6 +245,9 @@ struct afrdma_conn {
 	unsigned int		ctrl_head;	/* control SENDs posted */
 	unsigned int		ctrl_tail;	/* control SENDs completed */
 	unsigned int		tx_credits;	/* peer receive buffers free */
+	struct afrdma_rzc_src	*src;		/* our SRCAVAIL, unresolved */
+	unsigned int		rddone;		/* RDDONE owed, bytes */
+	bool			src_rcvd;	/* peer's SRCAVAIL unread */
 	bool			rx_grow;	/* grow_work queued */
 	bool			fin_rcvd;
 	bool			fin_pending;	/* shut down, FIN not yet sent */
@@ -412,8 +452,21 @@ int afrdma_zc_post(struct afrdma_conn *conn, struct afrdma_tx_slot *slot,
 		   struct afrdma_zc_send *zs, struct ubuf_info *uarg,
 		   unsigned int hdr_len);
 void afrdma_zc_drop(struct afrdma_zc_send *zs, struct iov_iter *from);
+ssize_t afrdma_zc_extract(struct iov_iter *from, struct page **pages,
+			  size_t max, unsigned int max_pages, size_t *off);
 void afrdma_zc_done(struct afrdma_conn *conn, struct afrdma_zc_send *zs);
 int afrdma_zc_recv(struct sock *sk, struct msghdr *msg, size_t len);
+
+/* rzc.c */
+int afrdma_rzc_send(struct sock *sk, struct afrdma_conn *conn,
+		    struct msghdr *msg, size_t len, struct ubuf_info *uarg,
+		    struct afrdma_rzc_src **srcp);
+void afrdma_rzc_drop(struct afrdma_rzc_src *src, struct iov_iter *from);
+int afrdma_rzc_rddone_locked(struct afrdma_conn *conn, unsigned int bytes);
+int afrdma_rzc_recv(struct sock *sk, struct afrdma_conn *conn,
+		    struct afrdma_rx_slot *slot, struct msghdr *msg,
+		    unsigned int chunk, int flags);
+void afrdma_rzc_teardown(struct afrdma_conn *conn);
 
 /* keepalive.c */
 void afrdma_ka_init(struct afrdma_conn *conn);
@@ -433,6 +486,7 @@ void afrdma_tx_done(struct ib_cq *cq, struct ib_wc *wc);
 int afrdma_sendmsg(struct socket *sock, struct msghdr *msg, size_t len);
 void afrdma_ctrl_done(struct ib_cq *cq, struct ib_wc *wc);
 void afrdma_tx_fin(struct afrdma_conn *conn);
+int afrdma_tx_kick_locked(struct afrdma_conn *conn);
 bool afrdma_tx_writable(const struct afrdma_conn *conn);
 bool afrdma_tx_idle(const struct afrdma_conn *conn);
 void afrdma_tx_flush_credits(struct afrdma_conn *conn);

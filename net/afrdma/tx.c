@@ -53,7 +53,7 @@ static int afrdma_post_send(struct afrdma_conn *conn,
  */
 static unsigned int afrdma_tx_room_locked(const struct afrdma_conn *conn)
 {
-	if (conn->dead)
+	if (conn->dead || conn->src)
 		return 0;
 	if (conn->tx_pending)
 		return conn->tx_payload - conn->tx_pending;
@@ -67,7 +67,8 @@ bool afrdma_tx_writable(const struct afrdma_conn *conn)
 {
 	unsigned int pending = READ_ONCE(conn->tx_pending);
 
-	if (READ_ONCE(conn->dead))
+	/* A SRCAVAIL out holds the rest of the stream back. */
+	if (READ_ONCE(conn->dead) || READ_ONCE(conn->src))
 		return false;
 	if (pending)
 		return pending < READ_ONCE(conn->tx_payload);
@@ -79,12 +80,17 @@ bool afrdma_tx_writable(const struct afrdma_conn *conn)
 bool afrdma_tx_idle(const struct afrdma_conn *conn)
 {
 	return READ_ONCE(conn->tx_head) == READ_ONCE(conn->tx_tail) &&
-	       READ_ONCE(conn->ctrl_head) == READ_ONCE(conn->ctrl_tail);
+	       READ_ONCE(conn->ctrl_head) == READ_ONCE(conn->ctrl_tail) &&
+	       !READ_ONCE(conn->src);
 }
 
-/* Called with conn->lock held. */
+/*
+ * Called with conn->lock held.  Only a credit return may take the last
+ * credit; an RDDONE waits for a spare one, as data does.
+ */
 static int afrdma_ctrl_post_locked(struct afrdma_conn *conn, unsigned int type)
 {
+	unsigned int len = type == AFRDMA_MSG_RDDONE ? sizeof(__be32) : 0;
 	unsigned int need = type == AFRDMA_MSG_CREDIT ? 1 : 2;
 	struct afrdma_tx_slot *slot;
 	int err;
@@ -95,8 +101,10 @@ static int afrdma_ctrl_post_locked(struct afrdma_conn *conn, unsigned int type)
 		return -EAGAIN;
 
 	slot = &conn->ctrl[conn->ctrl_head % AFRDMA_CTRL_SLOTS];
-	afrdma_build_msg(slot->buf, type, conn->rx_owed, 0);
-	err = afrdma_post_send(conn, slot, AFRDMA_HDR_LEN);
+	afrdma_build_msg(slot->buf, type, conn->rx_owed, len);
+	if (len)
+		afrdma_build_rddone(slot->buf + AFRDMA_HDR_LEN, conn->rddone);
+	err = afrdma_post_send(conn, slot, AFRDMA_HDR_LEN + len);
 	if (err)
 		return err;
 	afrdma_inc_stats(conn->sk, AFRDMA_MIB_CTRL_SENDS);
@@ -171,11 +179,16 @@ static void afrdma_tx_arm_locked(struct afrdma_conn *conn)
 		mod_timer(&conn->cork_timer, conn->tx_opened + AFRDMA_CORK_MAX);
 }
 
-/* The open slot first, then a pending FIN, which must follow the data. */
-static int afrdma_tx_kick_locked(struct afrdma_conn *conn)
+/*
+ * The open slot first, then a pending FIN, which must follow the data.
+ * An RDDONE owed (the other direction's) goes whenever credits allow.
+ */
+int afrdma_tx_kick_locked(struct afrdma_conn *conn)
 {
 	int err;
 
+	if (conn->rddone && !afrdma_ctrl_post_locked(conn, AFRDMA_MSG_RDDONE))
+		conn->rddone = 0;
 	if (conn->fin_pending && conn->tx_pending)
 		conn->tx_push = true;
 	err = afrdma_tx_push_locked(conn);
@@ -353,7 +366,7 @@ static int afrdma_tx_zc(struct afrdma_conn *conn, struct afrdma_zc_send *zs,
 	if (conn->dead || !conn->qp)
 		goto out;
 	err = -EAGAIN;
-	if (conn->tx_pending ||
+	if (conn->tx_pending || conn->src ||
 	    conn->tx_head - conn->tx_tail >= conn->tx_slots ||
 	    conn->tx_credits < 2)
 		goto out;
@@ -388,6 +401,7 @@ static bool afrdma_send_ready(struct sock *sk, struct afrdma_conn *conn)
 
 int afrdma_sendmsg(struct socket *sock, struct msghdr *msg, size_t len)
 {
+	struct afrdma_rzc_src *src = NULL;
 	struct afrdma_zc_send *zs = NULL;
 	struct ubuf_info *uarg = NULL;
 	int flags = msg->msg_flags;
@@ -395,6 +409,7 @@ int afrdma_sendmsg(struct socket *sock, struct msghdr *msg, size_t len)
 	struct afrdma_conn *conn;
 	size_t sent = 0;
 	bool zc = false;
+	int rzc_min;
 	long timeo;
 	int err = 0;
 
@@ -410,6 +425,8 @@ int afrdma_sendmsg(struct socket *sock, struct msghdr *msg, size_t len)
 		goto out;
 	zc = err;
 	err = 0;
+	/* Large enough for the peer to READ: see rzc.c. */
+	rzc_min = zc ? READ_ONCE(afrdma_net(sock_net(sk))->rx_zerocopy_min) : 0;
 
 	while (sent < len) {
 		DEFINE_WAIT_FUNC(wait, woken_wake_function);
@@ -436,6 +453,29 @@ int afrdma_sendmsg(struct socket *sock, struct msghdr *msg, size_t len)
 			break;
 		}
 
+		if (rzc_min && !zs && conn->rzc && conn->rzc_pages &&
+		    (src || len - sent >= rzc_min)) {
+			/* Pinned once, kept across waits, as below. */
+			err = afrdma_rzc_send(sk, conn, msg, len - sent, uarg,
+					      &src);
+			if (err > 0) {
+				sent += err;
+				err = 0;
+				continue;
+			}
+			if (err == -EAGAIN) {
+				err = 0;
+				goto block;
+			}
+			if (err != -EOPNOTSUPP)
+				break;
+			/* The MR cannot map these pages: plain SENDs. */
+			if (src)
+				afrdma_rzc_drop(src, &msg->msg_iter);
+			src = NULL;
+			rzc_min = 0;
+			err = 0;
+		}
 		if (zc) {
 			/* Pinned once, kept across waits for room. */
 			if (!zs) {
@@ -469,7 +509,7 @@ int afrdma_sendmsg(struct socket *sock, struct msghdr *msg, size_t len)
 		/* With tx_filling set the slot, and so tx_head, stays put. */
 		slot = room ? conn->tx[conn->tx_head % conn->tx_slots] : NULL;
 		/* The ring, not the peer, holds us back: it may grow. */
-		grow = !room && conn->tx_slots < conn->tx_max &&
+		grow = !room && !conn->src && conn->tx_slots < conn->tx_max &&
 		       conn->tx_head - conn->tx_tail >= conn->tx_slots &&
 		       conn->tx_credits >= 2;
 		if (room) {
@@ -523,6 +563,8 @@ block:
 	}
 	if (zs)
 		afrdma_zc_drop(zs, &msg->msg_iter);
+	if (src)
+		afrdma_rzc_drop(src, &msg->msg_iter);
 	afrdma_zc_end(uarg, sent);
 out:
 	release_sock(sk);

@@ -134,19 +134,25 @@ void afrdma_zc_end(struct ubuf_info *uarg, size_t sent)
 		net_zcopy_put_abort(uarg, true);
 }
 
+/*
+ * Pins pages of @from's first segment with data, up to @max bytes and
+ * @max_pages pages, and advances it past them; writable ones for a
+ * receive.  The bytes, or 0 or an error.
+ */
 #ifdef AFRDMA_HAVE_IOV_ITER_EXTRACT_PAGES
-static ssize_t afrdma_zc_extract(struct iov_iter *from, struct page **pages,
-				 size_t max, unsigned int max_pages,
-				 size_t *off)
+ssize_t afrdma_zc_extract(struct iov_iter *from, struct page **pages,
+			  size_t max, unsigned int max_pages, size_t *off)
 {
-	/* A user-backed iterator: FOLL_PIN, undone by unpin_user_pages(). */
+	/*
+	 * A user-backed iterator: FOLL_PIN (FOLL_WRITE for a destination),
+	 * undone by unpin_user_pages().
+	 */
 	return iov_iter_extract_pages(from, &pages, max, max_pages, 0, off);
 }
 #else
 /* What iov_iter_extract_pages() does for user memory, on older kernels. */
-static ssize_t afrdma_zc_extract(struct iov_iter *from, struct page **pages,
-				 size_t max, unsigned int max_pages,
-				 size_t *off)
+ssize_t afrdma_zc_extract(struct iov_iter *from, struct page **pages,
+			  size_t max, unsigned int max_pages, size_t *off)
 {
 	unsigned long addr;
 	size_t seg;
@@ -166,7 +172,8 @@ static ssize_t afrdma_zc_extract(struct iov_iter *from, struct page **pages,
 	max = min3(max, seg, iov_iter_count(from));
 	*off = offset_in_page(addr);
 	max_pages = min_t(size_t, max_pages, DIV_ROUND_UP(*off + max, PAGE_SIZE));
-	n = pin_user_pages_fast(addr - *off, max_pages, 0, pages);
+	n = pin_user_pages_fast(addr - *off, max_pages,
+				iov_iter_rw(from) == READ ? FOLL_WRITE : 0, pages);
 	if (n <= 0)
 		return n ? : -EFAULT;
 	max = min_t(size_t, max, (size_t)n * PAGE_SIZE - *off);
