@@ -156,19 +156,6 @@ static int zerocopy_on(int fd)
 	return setsockopt(fd, SOL_RDMA, AFRDMA_ZEROCOPY, &one, sizeof(one));
 }
 
-/* Notifications are not needed (the pattern never changes): drop them. */
-static void drain_errqueue(int fd)
-{
-	char control[256];
-	struct msghdr msg;
-
-	do {
-		memset(&msg, 0, sizeof(msg));
-		msg.msg_control = control;
-		msg.msg_controllen = sizeof(control);
-	} while (recvmsg(fd, &msg, MSG_ERRQUEUE | MSG_DONTWAIT) >= 0);
-}
-
 /* Server side of one connection. */
 static void *serve_conn(void *arg)
 {
@@ -304,7 +291,7 @@ static int client_stream(int fd, const struct perf_opts *o,
 			return -err;
 		}
 		if (flags)
-			drain_errqueue(fd);
+			afrdma_drain_errqueue(fd);
 		afrdma_csum_update(&csum, pattern + off, chunk);
 		off = (off + chunk) % PATTERN_LEN;
 		left -= chunk;

@@ -454,6 +454,9 @@ int afrdma_zc_post(struct afrdma_conn *conn, struct afrdma_tx_slot *slot,
 void afrdma_zc_drop(struct afrdma_zc_send *zs, struct iov_iter *from);
 ssize_t afrdma_zc_extract(struct iov_iter *from, struct page **pages,
 			  size_t max, unsigned int max_pages, size_t *off);
+unsigned int afrdma_zc_pin_pages(struct iov_iter *from, size_t max,
+				 struct page **pages, struct ib_sge *sge,
+				 unsigned int max_pages, ssize_t *bytes);
 void afrdma_zc_done(struct afrdma_conn *conn, struct afrdma_zc_send *zs);
 int afrdma_zc_recv(struct sock *sk, struct msghdr *msg, size_t len);
 

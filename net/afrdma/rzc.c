@@ -468,32 +468,6 @@ static int afrdma_rzc_bounce(struct afrdma_conn *conn,
 	return sge.length;
 }
 
-/* Pins up to @max bytes of @to, writable, as page entries in @sge. */
-static unsigned int afrdma_rzc_pin_dst(struct iov_iter *to, size_t max,
-				       struct page **pages, struct ib_sge *sge,
-				       unsigned int max_pages, size_t *bytes)
-{
-	unsigned int n = 0, end;
-	size_t off, total = 0;
-	ssize_t len;
-
-	while (total < max && n < max_pages) {
-		len = afrdma_zc_extract(to, pages + n, max - total,
-					max_pages - n, &off);
-		if (len <= 0)
-			break;
-		total += len;
-		end = n + DIV_ROUND_UP(off + len, PAGE_SIZE);
-		for (; n < end; n++, off = 0) {
-			sge[n].addr = off;
-			sge[n].length = min_t(size_t, len, PAGE_SIZE - off);
-			len -= sge[n].length;
-		}
-	}
-	*bytes = total;
-	return n;
-}
-
 /* Straight into the caller's pages, a round of READs at a time. */
 static int afrdma_rzc_direct(struct afrdma_conn *conn,
 			     struct afrdma_rx_slot *slot, struct iov_iter *to,
@@ -505,7 +479,7 @@ static int afrdma_rzc_direct(struct afrdma_conn *conn,
 	unsigned int n, i, done = 0;
 	struct page **pages;
 	struct ib_sge *sge;
-	size_t bytes;
+	ssize_t bytes;
 	int err = 0;
 	u64 dma;
 
@@ -516,10 +490,11 @@ static int afrdma_rzc_direct(struct afrdma_conn *conn,
 		goto out;
 	}
 	while (done < chunk) {
-		n = afrdma_rzc_pin_dst(to, chunk - done, pages, sge, max_pages,
-				       &bytes);
+		/* Writable pins: @to is a destination. */
+		n = afrdma_zc_pin_pages(to, chunk - done, pages, sge, max_pages,
+					&bytes);
 		if (!n) {
-			err = -EFAULT;
+			err = bytes;
 			break;
 		}
 		for (i = 0; i < n; i++) {

@@ -184,41 +184,58 @@ ssize_t afrdma_zc_extract(struct iov_iter *from, struct page **pages,
 
 /*
  * Pins up to @max bytes from @from, at most @max_pages pages, across its
- * segments (a SEND takes a whole receive buffer, however little it
- * carries), and advances it past them.  Process context.  An ERR_PTR if
- * not one byte could be pinned: -EFAULT where a copy would fault too.
+ * segments, into @pages, with each page's offset (not yet an address) and
+ * length in @sge, and advances @from past them.  Process context.  The
+ * number of pages, *@bytes their bytes; 0 and an error in *@bytes' place
+ * (-EFAULT where a copy would fault too) if not one byte could be pinned.
  */
-struct afrdma_zc_send *afrdma_zc_pin(struct iov_iter *from, size_t max,
-				     unsigned int max_pages)
+unsigned int afrdma_zc_pin_pages(struct iov_iter *from, size_t max,
+				 struct page **pages, struct ib_sge *sge,
+				 unsigned int max_pages, ssize_t *bytes)
 {
-	struct afrdma_zc_send *zs;
 	unsigned int n = 0, end;
 	size_t off, total = 0;
 	ssize_t len = 0;
 
-	zs = kmalloc(struct_size(zs, sge, max_pages + 1) +
-		     max_pages * sizeof(*zs->pages), GFP_KERNEL);
-	if (!zs)
-		return ERR_PTR(-ENOMEM);
-	zs->pages = (struct page **)&zs->sge[max_pages + 1];
 	while (total < max && n < max_pages && iov_iter_count(from)) {
-		len = afrdma_zc_extract(from, zs->pages + n, max - total,
+		len = afrdma_zc_extract(from, pages + n, max - total,
 					max_pages - n, &off);
 		if (len <= 0)
 			break;
 		total += len;
 		end = n + DIV_ROUND_UP(off + len, PAGE_SIZE);
 		for (; n < end; n++, off = 0) {
-			/* The offset in the page, until mapped. */
-			zs->sge[n + 1].addr = off;
-			zs->sge[n + 1].length = min_t(size_t, len,
-						      PAGE_SIZE - off);
-			len -= zs->sge[n + 1].length;
+			sge[n].addr = off;
+			sge[n].length = min_t(size_t, len, PAGE_SIZE - off);
+			len -= sge[n].length;
 		}
 	}
-	if (!total) {
+	*bytes = total ? total : len < 0 ? len : -EFAULT;
+	return n;
+}
+
+/*
+ * The pages of one SEND (a SEND takes a whole receive buffer, however
+ * little it carries, so they are gathered across segments).  An ERR_PTR
+ * if not one byte could be pinned.
+ */
+struct afrdma_zc_send *afrdma_zc_pin(struct iov_iter *from, size_t max,
+				     unsigned int max_pages)
+{
+	struct afrdma_zc_send *zs;
+	ssize_t total;
+	unsigned int n;
+
+	zs = kmalloc(struct_size(zs, sge, max_pages + 1) +
+		     max_pages * sizeof(*zs->pages), GFP_KERNEL);
+	if (!zs)
+		return ERR_PTR(-ENOMEM);
+	zs->pages = (struct page **)&zs->sge[max_pages + 1];
+	n = afrdma_zc_pin_pages(from, max, zs->pages, zs->sge + 1, max_pages,
+				&total);
+	if (!n) {
 		kfree(zs);
-		return ERR_PTR(len < 0 ? len : -EFAULT);
+		return ERR_PTR(total);
 	}
 	zs->uarg = NULL;
 	zs->len = total;
