@@ -3,7 +3,7 @@
 # receive zero-copy off (rx_zerocopy_min=0) and on (65536).
 K=$1
 cd "$(dirname "$0")/../.." || exit 1
-insmod build/$K/net/afrdma/afrdma.ko || exit 1
+[ -d /sys/module/afrdma ] || insmod build/$K/net/afrdma/afrdma.ko || exit 1
 A=$AFRDMA_ADDR
 ncpu=$(grep -c '^cpu[0-9]' /proc/stat)
 port=7300
