@@ -118,12 +118,11 @@ extern int afrdma_ipproto;
 
 /*
  * One per RDMA device, from the ib_client.  @conns and @removing are under
- * @lock.  Connections hold @ref; removal tears every connection down and
- * waits for the last reference before the PD goes.
+ * @lock.  Connections hold @ref; removal tears every connection down (and
+ * with it each connection's PD) and waits for the last reference.
  */
 struct afrdma_device {
 	struct ib_device	*ibdev;
-	struct ib_pd		*pd;
 	struct list_head	node;		/* afrdma_devices, under its mutex */
 	spinlock_t		lock;
 	struct list_head	conns;
@@ -166,9 +165,9 @@ struct afrdma_tx_slot {
 };
 
 /*
- * The RDMA side of one connection: an RC QP, a CQ from the pool, and the
- * receive and send buffers, DMA-mapped once and kept for the connection's
- * lifetime, used with the PD's local DMA lkey.
+ * The RDMA side of one connection: a PD of its own, an RC QP, a CQ from
+ * the pool, and the receive and send buffers, DMA-mapped once and kept
+ * for the connection's lifetime, used with the PD's local DMA lkey.
  *
  * The rings start at net.afrdma.initial_slots buffers each way and double,
  * up to @rx_max and @tx_max, while traffic needs it (conn.c); the QP and
@@ -209,6 +208,7 @@ struct afrdma_conn {
 	struct afrdma_device	*dev;
 	struct list_head	dev_node;	/* under dev->lock */
 	struct rdma_cm_id	*cm_id;
+	struct ib_pd		*pd;		/* the connection's own */
 	struct ib_qp		*qp;
 	struct ib_cq		*cq;
 	unsigned int		cq_size;

@@ -206,7 +206,7 @@ static int afrdma_create_qp(struct afrdma_conn *conn)
 	attr.sq_sig_type = IB_SIGNAL_REQ_WR;
 	attr.qp_type = IB_QPT_RC;
 
-	err = rdma_create_qp(conn->cm_id, conn->dev->pd, &attr);
+	err = rdma_create_qp(conn->cm_id, conn->pd, &attr);
 	if (err)
 		return err;
 	conn->qp = conn->cm_id->qp;
@@ -353,6 +353,17 @@ struct afrdma_conn *afrdma_conn_create(struct sock *sk, struct rdma_cm_id *id,
 		return ERR_PTR(-ENODEV);
 	}
 
+	/*
+	 * A PD of its own: an rkey is only good on QPs of its MR's PD, so
+	 * the regions we offer for READ (rzc.c) are out of reach of every
+	 * other connection, even one that guesses the key.
+	 */
+	conn->pd = ib_alloc_pd(conn->dev->ibdev, 0);
+	if (IS_ERR(conn->pd)) {
+		err = PTR_ERR(conn->pd);
+		conn->pd = NULL;
+		goto fail;
+	}
 	err = afrdma_alloc_bufs(conn, tx);
 	if (err)
 		goto fail;
@@ -475,6 +486,9 @@ void afrdma_conn_teardown(struct afrdma_conn *conn)
 	if (conn->cq)
 		ib_cq_pool_put(conn->cq, conn->cq_size);
 	conn->cq = NULL;
+	if (conn->pd)
+		ib_dealloc_pd(conn->pd);
+	conn->pd = NULL;
 
 	spin_lock_bh(&conn->lock);
 	conn->dead = true;

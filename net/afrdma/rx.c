@@ -17,7 +17,7 @@ int afrdma_rx_post(struct afrdma_conn *conn, struct afrdma_rx_slot *slot)
 	struct ib_sge sge = {
 		.addr	= slot->dma,
 		.length	= conn->rx_slot_size,
-		.lkey	= conn->dev->pd->local_dma_lkey,
+		.lkey	= conn->pd->local_dma_lkey,
 	};
 	struct ib_recv_wr wr = {
 		.wr_cqe		= &slot->cqe,

@@ -233,7 +233,7 @@ static int afrdma_rzc_post_locked(struct afrdma_conn *conn,
 			      src->mr->rkey, src->mr->iova);
 	sge.addr = slot->dma;
 	sge.length = AFRDMA_HDR_LEN + sizeof(struct afrdma_srcavail);
-	sge.lkey = conn->dev->pd->local_dma_lkey;
+	sge.lkey = conn->pd->local_dma_lkey;
 	send.sg_list = &sge;
 	send.wr_cqe = &slot->cqe;
 	ib_dma_sync_single_for_device(ibdev, slot->dma, sge.length,
@@ -450,7 +450,7 @@ static int afrdma_rzc_bounce(struct afrdma_conn *conn,
 	struct ib_sge sge = {
 		.addr	= slot->dma,
 		.length	= min(chunk, conn->rx_slot_size),
-		.lkey	= conn->dev->pd->local_dma_lkey,
+		.lkey	= conn->pd->local_dma_lkey,
 	};
 	int err;
 
@@ -503,7 +503,7 @@ static int afrdma_rzc_direct(struct afrdma_conn *conn,
 			if (ib_dma_mapping_error(ibdev, dma))
 				break;
 			sge[i].addr = dma;
-			sge[i].lkey = conn->dev->pd->local_dma_lkey;
+			sge[i].lkey = conn->pd->local_dma_lkey;
 		}
 		err = i < n ? -ENOMEM :
 		      afrdma_rzc_read(conn, sge, n,

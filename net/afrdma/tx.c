@@ -31,7 +31,7 @@ static int afrdma_post_send(struct afrdma_conn *conn,
 	struct ib_sge sge = {
 		.addr	= slot->dma,
 		.length	= len,
-		.lkey	= conn->dev->pd->local_dma_lkey,
+		.lkey	= conn->pd->local_dma_lkey,
 	};
 	struct ib_send_wr wr = {
 		.wr_cqe		= &slot->cqe,

@@ -288,11 +288,11 @@ int afrdma_zc_post(struct afrdma_conn *conn, struct afrdma_tx_slot *slot,
 			goto unmap;
 		}
 		sge->addr = dma;
-		sge->lkey = conn->dev->pd->local_dma_lkey;
+		sge->lkey = conn->pd->local_dma_lkey;
 	}
 	zs->sge[0].addr = slot->dma;
 	zs->sge[0].length = hdr_len;
-	zs->sge[0].lkey = conn->dev->pd->local_dma_lkey;
+	zs->sge[0].lkey = conn->pd->local_dma_lkey;
 	ib_dma_sync_single_for_device(ibdev, slot->dma, hdr_len,
 				      DMA_TO_DEVICE);
 	/* The completion may run on another CPU before the post returns. */

@@ -10,7 +10,7 @@ port=7300
 idle() { read -r _ _ _ _ i w _ < /proc/stat; echo $((i + w)); }
 stat() { awk -v k=$1 '$1 == k { print $2 }' /proc/net/afrdma_stat; }
 echo "uname $(uname -r) ncpu $ncpu"
-for rep in 1 2; do
+for rep in $(seq "${REPS:-3}"); do
 for size in 256K 1M; do
 for mode in copy zc-rxoff zc-rxon; do
 	port=$((port + 1))
