@@ -202,6 +202,11 @@ HOSTILE_CASE(silence, "silence", END_TIMEOUT, false, 2);
 HOSTILE_CASE(vanish, "vanish", END_DEAD, false, 2);
 HOSTILE_CASE(rdma_write, "rdma-write", END_RESET, false, 2);
 HOSTILE_CASE(big_send, "big-send", END_RESET, false, 2);
+/* Receive zero-copy: the victim's READ of a bogus region fails. */
+HOSTILE_CASE(srcavail_bogus, "srcavail-bogus", END_RESET, false, 2);
+HOSTILE_CASE(srcavail_twice, "srcavail-twice", END_RESET, false, 2);
+HOSTILE_CASE(srcavail_huge, "srcavail-huge", END_RESET, false, 2);
+HOSTILE_CASE(rddone_unasked, "rddone-unasked", END_RESET, false, 2);
 
 FIXTURE_SETUP(hostile)
 {

@@ -201,7 +201,8 @@ struct afrdma_tx_slot {
  * peer's SRCAVAIL waits in @rx_ready (one at a time); @rddone, under
  * @lock, is the RDDONE owed to the peer, posted like a FIN when credits
  * allow.  @mr_pool (owner) says qp->rdma_mrs holds our MR; @rzc and
- * @rd_sge are fixed once the connection starts.
+ * @rd_sge are fixed once the connection starts; the owner reads
+ * @rd_depth from the QP at the first SRCAVAIL it reaches.
  */
 struct afrdma_conn {
 	struct sock		*sk;
@@ -228,6 +229,7 @@ struct afrdma_conn {
 	unsigned int		peer_rx_slots;	/* most buffers it may offer */
 	unsigned int		zc_pages;	/* user pages per SEND; 0: copy */
 	unsigned int		rd_sge;		/* gather entries per READ */
+	unsigned int		rd_depth;	/* READs in flight; 0: unknown */
 	unsigned int		rzc_pages;	/* pages per SRCAVAIL; 0: none */
 	bool			rzc;		/* peer takes SRCAVAIL */
 	bool			mr_pool;	/* qp->rdma_mrs set up */

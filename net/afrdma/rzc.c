@@ -539,6 +539,25 @@ int afrdma_rzc_recv(struct sock *sk, struct afrdma_conn *conn,
 		    unsigned int chunk, int flags)
 {
 	int min = READ_ONCE(afrdma_net(sock_net(sk))->rx_zerocopy_min);
+	struct ib_qp_init_attr init;
+	struct ib_qp_attr attr;
+
+	/*
+	 * A peer that granted no READs in flight (responder resources) and
+	 * offers a region anyway would leave our READ queued for good.
+	 */
+	if (!conn->rd_depth) {
+		if (ib_query_qp(conn->qp, &attr, IB_QP_MAX_QP_RD_ATOMIC, &init) ||
+		    !attr.max_rd_atomic) {
+			afrdma_inc_stats(sk, AFRDMA_MIB_PROTOCOL_ERRORS);
+			/* As a receive completion would, BHs off for its lock. */
+			local_bh_disable();
+			afrdma_conn_fatal(conn, ECONNRESET);
+			local_bh_enable();
+			return -ECONNRESET;
+		}
+		conn->rd_depth = attr.max_rd_atomic;
+	}
 
 	if (!(flags & MSG_PEEK) && min && user_backed_iter(&msg->msg_iter) &&
 	    (chunk >= min || chunk == slot->len - slot->off))
