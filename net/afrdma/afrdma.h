@@ -491,7 +491,7 @@ void afrdma_tx_done(struct ib_cq *cq, struct ib_wc *wc);
 int afrdma_sendmsg(struct socket *sock, struct msghdr *msg, size_t len);
 void afrdma_ctrl_done(struct ib_cq *cq, struct ib_wc *wc);
 void afrdma_tx_fin(struct afrdma_conn *conn);
-int afrdma_tx_kick_locked(struct afrdma_conn *conn);
+int afrdma_tx_next_locked(struct afrdma_conn *conn);
 bool afrdma_tx_writable(const struct afrdma_conn *conn);
 bool afrdma_tx_idle(const struct afrdma_conn *conn);
 void afrdma_tx_flush_credits(struct afrdma_conn *conn);

@@ -289,18 +289,8 @@ int afrdma_rzc_send(struct sock *sk, struct afrdma_conn *conn,
 	}
 
 	spin_lock_bh(&conn->lock);
-	/* Copied bytes held back go first, to keep the stream in order. */
-	if (conn->tx_pending) {
-		conn->tx_push = true;
-		afrdma_tx_kick_locked(conn);
-	}
-	err = -EPIPE;
-	if (conn->dead || !conn->qp)
-		goto out;
-	err = -EAGAIN;
-	if (conn->src || conn->tx_pending ||
-	    conn->tx_head - conn->tx_tail >= conn->tx_slots ||
-	    conn->tx_credits < 2)
+	err = afrdma_tx_next_locked(conn);
+	if (err)
 		goto out;
 	err = afrdma_rzc_post_locked(conn, src, uarg);
 	if (err == -EPIPE)

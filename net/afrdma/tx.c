@@ -183,7 +183,7 @@ static void afrdma_tx_arm_locked(struct afrdma_conn *conn)
  * The open slot first, then a pending FIN, which must follow the data.
  * An RDDONE owed (the other direction's) goes whenever credits allow.
  */
-int afrdma_tx_kick_locked(struct afrdma_conn *conn)
+static int afrdma_tx_kick_locked(struct afrdma_conn *conn)
 {
 	int err;
 
@@ -342,6 +342,29 @@ void afrdma_ctrl_done(struct ib_cq *cq, struct ib_wc *wc)
 }
 
 /*
+ * Whether a SEND of the user's pages (zerocopy.c, rzc.c) may go as the
+ * next of the stream: the copied bytes held in the open slot go first, to
+ * keep the stream in order.  0, -EAGAIN while they or the lack of room
+ * (or a SRCAVAIL out) hold it back, -EPIPE on a dead connection.  Called
+ * with conn->lock held.
+ */
+int afrdma_tx_next_locked(struct afrdma_conn *conn)
+{
+	if (conn->tx_pending) {
+		conn->tx_push = true;
+		if (afrdma_tx_push_locked(conn))
+			return -EPIPE;
+	}
+	if (conn->dead || !conn->qp)
+		return -EPIPE;
+	if (conn->tx_pending || conn->src ||
+	    conn->tx_head - conn->tx_tail >= conn->tx_slots ||
+	    conn->tx_credits < 2)
+		return -EAGAIN;
+	return 0;
+}
+
+/*
  * Posts @zs as the next SEND, behind any data held in the open slot.
  * Returns -EAGAIN while that data or the lack of room holds it back,
  * -EPIPE if the QP refused, -ENOMEM if the pages could not be mapped.
@@ -355,20 +378,8 @@ static int afrdma_tx_zc(struct afrdma_conn *conn, struct afrdma_zc_send *zs,
 	int err;
 
 	spin_lock_bh(&conn->lock);
-	/* Copied bytes held back go first, to keep the stream in order. */
-	if (conn->tx_pending) {
-		conn->tx_push = true;
-		err = afrdma_tx_push_locked(conn) ? -EPIPE : 0;
-		if (err)
-			goto out;
-	}
-	err = -EPIPE;
-	if (conn->dead || !conn->qp)
-		goto out;
-	err = -EAGAIN;
-	if (conn->tx_pending || conn->src ||
-	    conn->tx_head - conn->tx_tail >= conn->tx_slots ||
-	    conn->tx_credits < 2)
+	err = afrdma_tx_next_locked(conn);
+	if (err)
 		goto out;
 
 	slot = conn->tx[conn->tx_head % conn->tx_slots];
