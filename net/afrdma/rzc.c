@@ -23,7 +23,8 @@
  * the source must be reachable by the peer, so it needs an rkey, and a
  * fast-registered MR is the cheapest one that can be revoked on a
  * schedule we control (one MR per connection, registered per region,
- * invalidated before the pages are released).  An rkey thus never
+ * invalidated before the pages are released), and the connection's own
+ * PD (conn.c) keeps its rkey from working on any other QP.  An rkey thus never
  * outlives its region: pages stay pinned and mapped until the LOCAL_INV
  * completes, or until teardown has drained the QP and deregistered the
  * pool, so no peer can read memory that went back to the program.
