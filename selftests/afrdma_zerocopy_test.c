@@ -624,7 +624,8 @@ TEST_F(zc, rx_zerocopy_read)
 	ASSERT_LE(reads + 4, afrdma_stat("RxZeroCopyReads"));
 	ASSERT_EQ(bytes + 4 * (long long)len, afrdma_stat("RxZeroCopyBytes"));
 	ASSERT_EQ(bounces, afrdma_stat("RxBounceReads")) TH_LOG("a large recv was bounced");
-	ASSERT_TRUE(pins_back_to(held, 2000))
+	/* Released before the notifications; others' pins may linger. */
+	ASSERT_TRUE(pins_back_to(held, 10000))
 		TH_LOG("%lld pages still pinned", pins_held() - held);
 
 	/* rx_zerocopy_min = 0: the same send goes by SENDs. */
@@ -681,7 +682,7 @@ TEST_F(zc, rx_zerocopy_small_buffer)
 	ASSERT_LT(bounces + 200, afrdma_stat("RxBounceReads"));
 	ASSERT_EQ(0, collect(self->cfd, variant->v6, &next, 1, &zc, &copied));
 	ASSERT_EQ(1, zc);
-	ASSERT_TRUE(pins_back_to(held, 2000))
+	ASSERT_TRUE(pins_back_to(held, 10000))
 		TH_LOG("%lld pages still pinned", pins_held() - held);
 	munmap(buf, len);
 	munmap(in, len);
