@@ -159,6 +159,7 @@ FIXTURE_VARIANT(hostile) {
 	bool			data_ok;	/* data before the end is fine */
 	bool			slow_reader;	/* 64 bytes per recv, 150 ms apart */
 	double			close_max;	/* seconds close() may take */
+	const char		*stat_up;	/* a counter the attack raises */
 };
 
 #define HOSTILE_CASE(id, tcase, vend, data, closes)			\
@@ -202,6 +203,20 @@ HOSTILE_CASE(silence, "silence", END_TIMEOUT, false, 2);
 HOSTILE_CASE(vanish, "vanish", END_DEAD, false, 2);
 HOSTILE_CASE(rdma_write, "rdma-write", END_RESET, false, 2);
 HOSTILE_CASE(big_send, "big-send", END_RESET, false, 2);
+/*
+ * Receive zero-copy: the victim's READ of a bogus region fails (a
+ * completion error, not a protocol error: the READ was really tried);
+ * the rest are protocol errors.
+ */
+#define HOSTILE_RZC(id, tcase, stat)					\
+	FIXTURE_VARIANT_ADD(hostile, id) {				\
+		.tool_case = tcase, .end = END_RESET, .close_max = 2,	\
+		.stat_up = stat,					\
+	}
+HOSTILE_RZC(srcavail_bogus, "srcavail-bogus", "CompletionErrors");
+HOSTILE_RZC(srcavail_twice, "srcavail-twice", "ProtocolErrors");
+HOSTILE_RZC(srcavail_huge, "srcavail-huge", "ProtocolErrors");
+HOSTILE_RZC(rddone_unasked, "rddone-unasked", "ProtocolErrors");
 
 FIXTURE_SETUP(hostile)
 {
@@ -245,12 +260,13 @@ TEST_F_TIMEOUT(hostile, attack, 150)
 	char port[8], buf[65536];
 	struct timeval tv;
 	struct pollfd pfd = { .fd = self->lfd, .events = POLLIN };
-	long long got = 0;
+	long long got = 0, stat0;
 	double t0, t;
 	int vfd, logfd, st, qps = -1, err = 0;
 	ssize_t r;
 	pid_t pid;
 
+	stat0 = v->stat_up ? afrdma_stat(v->stat_up) : 0;
 	snprintf(port, sizeof(port), "%u", self->port);
 	logfd = memfd_create("hostile-log", 0);
 	ASSERT_LE(0, logfd);
@@ -328,6 +344,8 @@ TEST_F_TIMEOUT(hostile, attack, 150)
 	}
 	if (!v->data_ok)
 		EXPECT_EQ(0, got) TH_LOG("bytes reached the program");
+	if (v->stat_up)
+		EXPECT_LT(stat0, afrdma_stat(v->stat_up)) TH_LOG("%s did not rise", v->stat_up);
 	if (v->end != END_TIMEOUT) {
 		/* What the attacker sends after the end must not surface. */
 		usleep(300000);

@@ -6,7 +6,7 @@
  *
  *   afrdma-perf server [-t T] [-a ADDR] [-p PORT] [-1]
  *   afrdma-perf client [-t T] -a ADDR -p PORT [-m MODE] [-s SIZE] [-n BYTES]
- *                      [-i ITERS] [-d SECS] [-P STREAMS] [-j] [-v]
+ *                      [-i ITERS] [-d SECS] [-P STREAMS] [-z] [-j] [-v]
  *
  * Modes connect and hold serve make bench: the connection setup rate, and
  * idle connections held open while memory is read from outside.
@@ -54,6 +54,7 @@ struct perf_opts {
 	bool			once;
 	bool			json;
 	bool			verbose;
+	bool			zerocopy;	/* stream: MSG_ZEROCOPY sends */
 };
 
 struct perf_result {
@@ -120,13 +121,14 @@ static int read_full(int fd, void *buf, size_t len)
 	return 1;
 }
 
-static int write_full(int fd, const void *buf, size_t len)
+static int write_full_flags(int fd, const void *buf, size_t len, int flags)
 {
 	size_t done = 0;
 	ssize_t n;
 
 	while (done < len) {
-		n = send(fd, (const char *)buf + done, len - done, MSG_NOSIGNAL);
+		n = send(fd, (const char *)buf + done, len - done,
+			 MSG_NOSIGNAL | flags);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0)
@@ -134,6 +136,24 @@ static int write_full(int fd, const void *buf, size_t len)
 		done += n;
 	}
 	return 0;
+}
+
+static int write_full(int fd, const void *buf, size_t len)
+{
+	return write_full_flags(fd, buf, len, 0);
+}
+
+/*
+ * -z: MSG_ZEROCOPY from the (never rewritten) pattern.  SO_ZEROCOPY, or
+ * AFRDMA_ZEROCOPY where SOL_SOCKET refuses it (6.1).
+ */
+static int zerocopy_on(int fd)
+{
+	int one = 1;
+
+	if (!setsockopt(fd, SOL_SOCKET, SO_ZEROCOPY, &one, sizeof(one)))
+		return 0;
+	return setsockopt(fd, SOL_RDMA, AFRDMA_ZEROCOPY, &one, sizeof(one));
 }
 
 /* Server side of one connection. */
@@ -245,9 +265,17 @@ static int client_stream(int fd, const struct perf_opts *o,
 	struct perf_reply reply;
 	size_t off = 0;
 	unsigned int n = 0;
+	int flags = 0;
 	double t0;
 	int err;
 
+	if (o->zerocopy) {
+		if (zerocopy_on(fd)) {
+			r->what = "SO_ZEROCOPY";
+			return errno;
+		}
+		flags = MSG_ZEROCOPY;
+	}
 	t0 = now_sec();
 	while (left) {
 		size_t chunk = left < o->size ? left : o->size;
@@ -257,11 +285,13 @@ static int client_stream(int fd, const struct perf_opts *o,
 		    now_sec() - t0 >= o->duration)
 			break;
 
-		err = write_full(fd, pattern + off, chunk);
+		err = write_full_flags(fd, pattern + off, chunk, flags);
 		if (err) {
 			r->what = "send";
 			return -err;
 		}
+		if (flags)
+			afrdma_drain_errqueue(fd);
 		afrdma_csum_update(&csum, pattern + off, chunk);
 		off = (off + chunk) % PATTERN_LEN;
 		left -= chunk;
@@ -584,7 +614,7 @@ static void usage(FILE *f)
 	fprintf(f,
 		"Usage: afrdma-perf server [-t T] [-a ADDR] [-p PORT] [-1]\n"
 		"       afrdma-perf client [-t T] -a ADDR -p PORT [-m MODE] [-s SIZE]\n"
-		"                          [-n BYTES] [-i ITERS] [-d SECS] [-P STREAMS] [-j] [-v]\n"
+		"                          [-n BYTES] [-i ITERS] [-d SECS] [-P STREAMS] [-z] [-j] [-v]\n"
 		"\n"
 		"  -t T        transport: af_rdma (default), ipproto_rdma or tcp\n"
 		"  -a ADDR     numeric IPv4 or IPv6 address (server default 0.0.0.0)\n"
@@ -599,6 +629,7 @@ static void usage(FILE *f)
 		"  -d SECS     stream, echo, pingpong, connect: stop after SECS (as\n"
 		"              well as -i); hold: keep them SECS (default: until killed)\n"
 		"  -P STREAMS  parallel connections, one thread each (default 1)\n"
+		"  -z          stream: send with MSG_ZEROCOPY (SO_ZEROCOPY set)\n"
 		"  -j          one JSON object instead of a line of text\n"
 		"  -v          client: print what carries each connection once it is\n"
 		"              up (\"carried by rdma\", \"tcp-fallback\" or \"plain-tcp\")\n");
@@ -624,7 +655,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	optind = 2;
-	while ((c = getopt(argc, argv, "t:a:p:1m:s:n:i:d:P:jvh")) != -1) {
+	while ((c = getopt(argc, argv, "t:a:p:1m:s:n:i:d:P:zjvh")) != -1) {
 		switch (c) {
 		case 't':
 			if (afrdma_parse_transport(optarg, &o.transport)) {
@@ -658,6 +689,7 @@ int main(int argc, char **argv)
 		case 'P': o.streams = atoi(optarg); break;
 		case 'j': o.json = true; break;
 		case 'v': o.verbose = true; break;
+		case 'z': o.zerocopy = true; break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
 		}

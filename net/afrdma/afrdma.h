@@ -46,6 +46,18 @@
 /* Send gather entries: a header and up to 16 user pages per SEND. */
 #define AFRDMA_ZC_MAX_SGE	17
 
+/*
+ * Receive zero-copy (rzc.c): sends of at least net.afrdma.rx_zerocopy_min
+ * bytes advertise up to AFRDMA_RZC_PAGES user pages per SRCAVAIL, which
+ * the receiver RDMA READs with up to AFRDMA_RZC_RD_DEPTH READs in flight.
+ * AFRDMA_RZC_WRS send queue entries cover one receive's READs and one
+ * advertised region's REG_MR and LOCAL_INV.
+ */
+#define AFRDMA_RZC_MIN		(64 * 1024)
+#define AFRDMA_RZC_PAGES	256
+#define AFRDMA_RZC_RD_DEPTH	16
+#define AFRDMA_RZC_WRS		(AFRDMA_RZC_PAGES / (AFRDMA_ZC_MAX_SGE - 1) + 4)
+
 /* Local limit on buffers per direction: the QP and CQ are sized from it. */
 #define AFRDMA_MAX_SLOTS_LOCAL	1024
 
@@ -72,6 +84,10 @@ enum afrdma_mib_field {
 	AFRDMA_MIB_BUSY_POLL_MISSES,	/* a spin ended in a sleep after all */
 	AFRDMA_MIB_ZEROCOPY_SENDS,	/* MSG_ZEROCOPY calls sent from user pages */
 	AFRDMA_MIB_ZEROCOPY_COPIED,	/* MSG_ZEROCOPY calls copied instead */
+	AFRDMA_MIB_SRCAVAIL_SENT,	/* regions offered for RDMA READ */
+	AFRDMA_MIB_RX_ZEROCOPY_READS,	/* recvs READ into the user's pages */
+	AFRDMA_MIB_RX_ZEROCOPY_BYTES,
+	AFRDMA_MIB_RX_BOUNCE_READS,	/* READs into a receive buffer */
 	AFRDMA_MIB_MAX
 };
 
@@ -95,6 +111,7 @@ struct afrdma_net {
 	int			busy_poll;	/* usecs; SO_BUSY_POLL's default */
 	int			zerocopy_min;	/* bytes; smaller sends copy */
 	int			inline_threshold; /* payload bytes sent inline */
+	int			rx_zerocopy_min; /* bytes; 0: no SRCAVAIL */
 	atomic_t		conns;		/* RDMA connections with resources */
 	struct ctl_table_header	*sysctl;
 	struct afrdma_mib __percpu *mib;
@@ -105,12 +122,11 @@ extern int afrdma_ipproto;
 
 /*
  * One per RDMA device, from the ib_client.  @conns and @removing are under
- * @lock.  Connections hold @ref; removal tears every connection down and
- * waits for the last reference before the PD goes.
+ * @lock.  Connections hold @ref; removal tears every connection down (and
+ * with it each connection's PD) and waits for the last reference.
  */
 struct afrdma_device {
 	struct ib_device	*ibdev;
-	struct ib_pd		*pd;
 	struct list_head	node;		/* afrdma_devices, under its mutex */
 	spinlock_t		lock;
 	struct list_head	conns;
@@ -129,9 +145,14 @@ struct afrdma_rx_slot {
 	u64			dma;
 	unsigned int		len;		/* payload bytes */
 	unsigned int		off;		/* payload already read */
+	/* A SRCAVAIL: @len bytes at @src_addr, to READ; set on receipt */
+	bool			src;
+	u32			src_rkey;
+	u64			src_addr;
 };
 
 struct afrdma_zc_send;
+struct afrdma_rzc_src;
 
 /*
  * A send buffer.  @zc is set by the owner when it posts the slot with the
@@ -148,9 +169,9 @@ struct afrdma_tx_slot {
 };
 
 /*
- * The RDMA side of one connection: an RC QP, a CQ from the pool, and the
- * receive and send buffers, DMA-mapped once and kept for the connection's
- * lifetime, used with the PD's local DMA lkey.
+ * The RDMA side of one connection: a PD of its own, an RC QP, a CQ from
+ * the pool, and the receive and send buffers, DMA-mapped once and kept
+ * for the connection's lifetime, used with the PD's local DMA lkey.
  *
  * The rings start at net.afrdma.initial_slots buffers each way and double,
  * up to @rx_max and @tx_max, while traffic needs it (conn.c); the QP and
@@ -174,12 +195,25 @@ struct afrdma_tx_slot {
  * it due posts it.  @tx_cork and @tx_nodelay mirror the socket options,
  * written by the owner under @lock.  @cork_timer only ever takes @lock;
  * teardown shuts it down before draining the QP.
+ *
+ * Receive zero-copy (rzc.c): @src, under @lock, is the region we offered
+ * with a SRCAVAIL; the owner sets it when it posts the SRCAVAIL, and while
+ * it is set nothing more of the stream is posted.  The receive completion
+ * of the peer's RDDONE posts its LOCAL_INV (setting @src->inv_posted under
+ * @lock) and that completion, or teardown after the drain if it was never
+ * posted, releases it and clears @src.  @src_rcvd, under @lock, says the
+ * peer's SRCAVAIL waits in @rx_ready (one at a time); @rddone, under
+ * @lock, is the RDDONE owed to the peer, posted like a FIN when credits
+ * allow.  @mr_pool (owner) says qp->rdma_mrs holds our MR; @rzc and
+ * @rd_sge are fixed once the connection starts; the owner reads
+ * @rd_depth from the QP at the first SRCAVAIL it reaches.
  */
 struct afrdma_conn {
 	struct sock		*sk;
 	struct afrdma_device	*dev;
 	struct list_head	dev_node;	/* under dev->lock */
 	struct rdma_cm_id	*cm_id;
+	struct ib_pd		*pd;		/* the connection's own */
 	struct ib_qp		*qp;
 	struct ib_cq		*cq;
 	unsigned int		cq_size;
@@ -199,6 +233,11 @@ struct afrdma_conn {
 	unsigned int		peer_rx_slots;	/* most buffers it may offer */
 	unsigned int		zc_pages;	/* user pages per SEND; 0: copy */
 	unsigned int		tx_inline;	/* payload sent inline, at most */
+	unsigned int		rd_sge;		/* gather entries per READ */
+	unsigned int		rd_depth;	/* READs in flight; 0: unknown */
+	unsigned int		rzc_pages;	/* pages per SRCAVAIL; 0: none */
+	bool			rzc;		/* peer takes SRCAVAIL */
+	bool			mr_pool;	/* qp->rdma_mrs set up */
 
 	spinlock_t		lock;		/* the fields below */
 	struct list_head	rx_ready;	/* slots with unread payload */
@@ -213,6 +252,9 @@ struct afrdma_conn {
 	unsigned int		ctrl_head;	/* control SENDs posted */
 	unsigned int		ctrl_tail;	/* control SENDs completed */
 	unsigned int		tx_credits;	/* peer receive buffers free */
+	struct afrdma_rzc_src	*src;		/* our SRCAVAIL, unresolved */
+	unsigned int		rddone;		/* RDDONE owed, bytes */
+	bool			src_rcvd;	/* peer's SRCAVAIL unread */
 	bool			rx_grow;	/* grow_work queued */
 	bool			fin_rcvd;
 	bool			fin_pending;	/* shut down, FIN not yet sent */
@@ -417,8 +459,24 @@ int afrdma_zc_post(struct afrdma_conn *conn, struct afrdma_tx_slot *slot,
 		   struct afrdma_zc_send *zs, struct ubuf_info *uarg,
 		   unsigned int hdr_len);
 void afrdma_zc_drop(struct afrdma_zc_send *zs, struct iov_iter *from);
+ssize_t afrdma_zc_extract(struct iov_iter *from, struct page **pages,
+			  size_t max, unsigned int max_pages, size_t *off);
+unsigned int afrdma_zc_pin_pages(struct iov_iter *from, size_t max,
+				 struct page **pages, struct ib_sge *sge,
+				 unsigned int max_pages, ssize_t *bytes);
 void afrdma_zc_done(struct afrdma_conn *conn, struct afrdma_zc_send *zs);
 int afrdma_zc_recv(struct sock *sk, struct msghdr *msg, size_t len);
+
+/* rzc.c */
+int afrdma_rzc_send(struct sock *sk, struct afrdma_conn *conn,
+		    struct msghdr *msg, size_t len, struct ubuf_info *uarg,
+		    struct afrdma_rzc_src **srcp);
+void afrdma_rzc_drop(struct afrdma_rzc_src *src, struct iov_iter *from);
+int afrdma_rzc_rddone_locked(struct afrdma_conn *conn, unsigned int bytes);
+int afrdma_rzc_recv(struct sock *sk, struct afrdma_conn *conn,
+		    struct afrdma_rx_slot *slot, struct msghdr *msg,
+		    unsigned int chunk, int flags);
+void afrdma_rzc_teardown(struct afrdma_conn *conn);
 
 /* keepalive.c */
 void afrdma_ka_init(struct afrdma_conn *conn);
@@ -438,6 +496,7 @@ void afrdma_tx_done(struct ib_cq *cq, struct ib_wc *wc);
 int afrdma_sendmsg(struct socket *sock, struct msghdr *msg, size_t len);
 void afrdma_ctrl_done(struct ib_cq *cq, struct ib_wc *wc);
 void afrdma_tx_fin(struct afrdma_conn *conn);
+int afrdma_tx_next_locked(struct afrdma_conn *conn);
 bool afrdma_tx_writable(const struct afrdma_conn *conn);
 bool afrdma_tx_idle(const struct afrdma_conn *conn);
 void afrdma_tx_flush_credits(struct afrdma_conn *conn);

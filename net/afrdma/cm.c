@@ -31,12 +31,18 @@ int afrdma_cm_create_id(struct sock *sk)
 	return 0;
 }
 
-/* Sets the QP's ack timeout too: call it before rdma_connect or rdma_accept. */
+/*
+ * Sets the QP's ack timeout too: call it before rdma_connect or rdma_accept
+ * (with the request's parameters, @req).
+ */
 static void afrdma_cm_conn_param(struct rdma_conn_param *param,
 				 struct afrdma_cm_priv *priv,
-				 const struct afrdma_conn *conn)
+				 const struct afrdma_conn *conn,
+				 const struct rdma_conn_param *req)
 {
+	const struct ib_device_attr *attrs = &conn->dev->ibdev->attrs;
 	struct afrdma_cm_params own;
+	u8 depth;
 
 	afrdma_conn_params(conn, &own);
 	afrdma_build_cm_priv(priv, &own);
@@ -44,6 +50,15 @@ static void afrdma_cm_conn_param(struct rdma_conn_param *param,
 	param->private_data = priv;
 	param->private_data_len = sizeof(*priv);
 	param->flow_control = 1;
+	/* RDMA READs in flight each way, for receive zero-copy (rzc.c). */
+	depth = min3(AFRDMA_RZC_RD_DEPTH, attrs->max_qp_rd_atom,
+		     attrs->max_qp_init_rd_atom);
+	param->responder_resources = depth;
+	param->initiator_depth = depth;
+	if (req) {
+		param->responder_resources = min(depth, req->initiator_depth);
+		param->initiator_depth = min(depth, req->responder_resources);
+	}
 	/*
 	 * 6, not 7: soft-RoCE (rxe_comp.c) treats a retry count of 7 as
 	 * "retry forever", so a peer that died (powered off, cable pulled)
@@ -117,7 +132,7 @@ static int afrdma_cm_route_resolved(struct sock *sk, struct rdma_cm_id *id)
 						AFRDMA_FB_RESOURCES);
 	}
 	ars->conn = conn;
-	afrdma_cm_conn_param(&param, &priv, conn);
+	afrdma_cm_conn_param(&param, &priv, conn, NULL);
 	err = rdma_connect_locked(id, &param);
 	if (err)
 		return afrdma_cm_connect_failed(sk, -err, AFRDMA_FB_RESOURCES);
@@ -315,7 +330,7 @@ static int afrdma_cm_request(struct sock *lsk, struct rdma_cm_id *id,
 	ars->conn = conn;
 	afrdma_conn_start(conn, &peer);
 
-	afrdma_cm_conn_param(&param, &priv, conn);
+	afrdma_cm_conn_param(&param, &priv, conn, &ev->param.conn);
 	err = rdma_accept(id, &param);
 	if (err) {
 		afrdma_conn_teardown(conn);

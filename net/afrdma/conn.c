@@ -188,9 +188,11 @@ static int afrdma_create_qp(struct afrdma_conn *conn, unsigned int want)
 
 	/*
 	 * For the largest rings; one extra entry each for ib_drain_qp(), one
-	 * for a keepalive probe.
+	 * for a keepalive probe, and the READs and registrations of receive
+	 * zero-copy.
 	 */
-	conn->cq_size = conn->tx_max + AFRDMA_CTRL_SLOTS + conn->rx_max + 3;
+	conn->cq_size = conn->tx_max + AFRDMA_CTRL_SLOTS + conn->rx_max + 3 +
+			AFRDMA_RZC_WRS;
 	conn->cq = ib_cq_pool_get(ibdev, conn->cq_size, -1, IB_POLL_SOFTIRQ);
 	if (IS_ERR(conn->cq)) {
 		err = PTR_ERR(conn->cq);
@@ -202,7 +204,8 @@ static int afrdma_create_qp(struct afrdma_conn *conn, unsigned int want)
 	attr.qp_context = conn;
 	attr.send_cq = conn->cq;
 	attr.recv_cq = conn->cq;
-	attr.cap.max_send_wr = conn->tx_max + AFRDMA_CTRL_SLOTS + 2;
+	attr.cap.max_send_wr = conn->tx_max + AFRDMA_CTRL_SLOTS + 2 +
+			       AFRDMA_RZC_WRS;
 	attr.cap.max_recv_wr = conn->rx_max + 1;
 	/* A header and user pages per zero-copy SEND, where the HCA can. */
 	attr.cap.max_send_sge = clamp_t(u32, ibdev->attrs.max_send_sge, 1,
@@ -212,10 +215,10 @@ static int afrdma_create_qp(struct afrdma_conn *conn, unsigned int want)
 	attr.sq_sig_type = IB_SIGNAL_REQ_WR;
 	attr.qp_type = IB_QPT_RC;
 
-	err = rdma_create_qp(conn->cm_id, conn->dev->pd, &attr);
+	err = rdma_create_qp(conn->cm_id, conn->pd, &attr);
 	if (err && attr.cap.max_inline_data) {
 		attr.cap.max_inline_data = 0;
-		err = rdma_create_qp(conn->cm_id, conn->dev->pd, &attr);
+		err = rdma_create_qp(conn->cm_id, conn->pd, &attr);
 	}
 	if (err)
 		return err;
@@ -224,6 +227,12 @@ static int afrdma_create_qp(struct afrdma_conn *conn, unsigned int want)
 	conn->tx_inline = got > hdr ? min(want, got - hdr) : 0;
 	conn->zc_pages = min_t(u32, attr.cap.max_send_sge,
 			       AFRDMA_ZC_MAX_SGE) - 1;
+	conn->rd_sge = clamp_t(u32, ibdev->attrs.max_sge_rd, 1,
+			       attr.cap.max_send_sge);
+	/* Regions to offer for READ need fast registration. */
+	if (ibdev->attrs.device_cap_flags & IB_DEVICE_MEM_MGT_EXTENSIONS)
+		conn->rzc_pages = min_t(u32, AFRDMA_RZC_PAGES,
+					ibdev->attrs.max_fast_reg_page_list_len);
 	return 0;
 }
 
@@ -359,6 +368,17 @@ struct afrdma_conn *afrdma_conn_create(struct sock *sk, struct rdma_cm_id *id,
 		return ERR_PTR(-ENODEV);
 	}
 
+	/*
+	 * A PD of its own: an rkey is only good on QPs of its MR's PD, so
+	 * the regions we offer for READ (rzc.c) are out of reach of every
+	 * other connection, even one that guesses the key.
+	 */
+	conn->pd = ib_alloc_pd(conn->dev->ibdev, 0);
+	if (IS_ERR(conn->pd)) {
+		err = PTR_ERR(conn->pd);
+		conn->pd = NULL;
+		goto fail;
+	}
 	err = afrdma_alloc_bufs(conn, tx);
 	if (err)
 		goto fail;
@@ -385,7 +405,7 @@ void afrdma_conn_params(const struct afrdma_conn *conn,
 {
 	own->rx_slots = conn->rx_slots;
 	own->rx_slot_size = conn->rx_slot_size;
-	own->flags = AFRDMA_CM_GROW;
+	own->flags = AFRDMA_CM_GROW | AFRDMA_CM_RZC;
 }
 
 /*
@@ -400,6 +420,7 @@ int afrdma_conn_start(struct afrdma_conn *conn,
 
 	spin_lock_bh(&conn->lock);
 	conn->peer_rx_slots = grows ? AFRDMA_MAX_SLOTS : peer->rx_slots;
+	conn->rzc = peer->flags & AFRDMA_CM_RZC;
 	conn->tx_credits = peer->rx_slots;
 	conn->tx_payload = min_t(unsigned int, conn->tx_slot_size,
 				 peer->rx_slot_size) -
@@ -472,12 +493,17 @@ void afrdma_conn_teardown(struct afrdma_conn *conn)
 	afrdma_tx_stop(conn);
 	if (conn->qp) {
 		ib_drain_qp(conn->qp);
+		/* The MRs go before the QP, and before the pages they map. */
+		afrdma_rzc_teardown(conn);
 		rdma_destroy_qp(conn->cm_id);
 		conn->qp = NULL;
 	}
 	if (conn->cq)
 		ib_cq_pool_put(conn->cq, conn->cq_size);
 	conn->cq = NULL;
+	if (conn->pd)
+		ib_dealloc_pd(conn->pd);
+	conn->pd = NULL;
 
 	spin_lock_bh(&conn->lock);
 	conn->dead = true;

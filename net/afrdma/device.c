@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * afrdma RDMA device tracking: an ib_client that keeps one PD per device,
- * and on removal resets every connection that uses the device before the
- * device is allowed to go.
+ * afrdma RDMA device tracking: an ib_client that knows the devices in use
+ * (each connection has a PD of its own, conn.c), and on removal resets
+ * every connection that uses the device before the device may go.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -74,13 +74,6 @@ static int afrdma_add_one(struct ib_device *ibdev)
 	if (!dev)
 		return -ENOMEM;
 
-	dev->pd = ib_alloc_pd(ibdev, 0);
-	if (IS_ERR(dev->pd)) {
-		int err = PTR_ERR(dev->pd);
-
-		kfree(dev);
-		return err;
-	}
 	dev->ibdev = ibdev;
 	spin_lock_init(&dev->lock);
 	INIT_LIST_HEAD(&dev->conns);
@@ -129,7 +122,6 @@ static void afrdma_remove_one(struct ib_device *ibdev, void *client_data)
 
 	afrdma_device_put(dev);
 	wait_for_completion(&dev->released);
-	ib_dealloc_pd(dev->pd);
 	kfree(dev);
 }
 

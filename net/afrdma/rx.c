@@ -17,7 +17,7 @@ int afrdma_rx_post(struct afrdma_conn *conn, struct afrdma_rx_slot *slot)
 	struct ib_sge sge = {
 		.addr	= slot->dma,
 		.length	= conn->rx_slot_size,
-		.lkey	= conn->dev->pd->local_dma_lkey,
+		.lkey	= conn->pd->local_dma_lkey,
 	};
 	struct ib_recv_wr wr = {
 		.wr_cqe		= &slot->cqe,
@@ -86,7 +86,11 @@ void afrdma_rx_done(struct ib_cq *cq, struct ib_wc *wc)
 	/* A SEND into a buffer we never offered: the peer ignores credits. */
 	if (!conn->peer_credits ||
 	    msg.credits > conn->peer_rx_slots - conn->tx_credits ||
-	    (conn->fin_rcvd && msg.type != AFRDMA_MSG_CREDIT)) {
+	    (conn->fin_rcvd && msg.type != AFRDMA_MSG_CREDIT &&
+	     msg.type != AFRDMA_MSG_RDDONE) ||
+	    (msg.type == AFRDMA_MSG_SRCAVAIL && conn->src_rcvd) ||
+	    (msg.type == AFRDMA_MSG_RDDONE &&
+	     afrdma_rzc_rddone_locked(conn, msg.src_len))) {
 		spin_unlock(&conn->lock);
 		goto proto_err;
 	}
@@ -98,7 +102,15 @@ void afrdma_rx_done(struct ib_cq *cq, struct ib_wc *wc)
 		grow = true;
 	}
 	conn->tx_credits += msg.credits;
-	if (msg.type == AFRDMA_MSG_DATA) {
+	if (msg.type == AFRDMA_MSG_SRCAVAIL) {
+		/* Its bytes wait in the peer's memory, in stream order. */
+		conn->src_rcvd = true;
+		slot->src_addr = msg.src_addr;
+		slot->src_rkey = msg.src_rkey;
+		msg.len = msg.src_len;
+	}
+	if (msg.type == AFRDMA_MSG_DATA || msg.type == AFRDMA_MSG_SRCAVAIL) {
+		slot->src = msg.type == AFRDMA_MSG_SRCAVAIL;
 		slot->len = msg.len;
 		slot->off = 0;
 		list_add_tail(&slot->node, &conn->rx_ready);
@@ -113,7 +125,7 @@ void afrdma_rx_done(struct ib_cq *cq, struct ib_wc *wc)
 
 	if (grow)
 		afrdma_conn_want_rx(conn);
-	if (msg.type != AFRDMA_MSG_DATA)
+	if (msg.type != AFRDMA_MSG_DATA && msg.type != AFRDMA_MSG_SRCAVAIL)
 		afrdma_rx_recycle(conn, slot);
 	if (msg.credits) {
 		afrdma_tx_fin(conn);
@@ -206,8 +218,8 @@ int afrdma_recvmsg(struct socket *sock, struct msghdr *msg, size_t len,
 	struct afrdma_rx_slot *slot = NULL;
 	struct sock *sk = sock->sk;
 	struct afrdma_conn *conn;
+	int target, ret, err = 0;
 	size_t copied = 0;
-	int target, err = 0;
 	long timeo;
 
 	/* As TCP with no urgent data and an empty error queue. */
@@ -235,26 +247,48 @@ int afrdma_recvmsg(struct socket *sock, struct msghdr *msg, size_t len,
 			avail = slot->len - slot->off;
 			chunk = min_t(size_t, len - copied, avail);
 			/* MSG_TRUNC: TCP's way to drop bytes unread. */
-			if (!(flags & MSG_TRUNC) &&
-			    copy_to_iter(slot->buf + AFRDMA_HDR_LEN + slot->off,
-					 chunk, &msg->msg_iter) != chunk) {
+			if (slot->src && !(flags & MSG_TRUNC)) {
+				ret = afrdma_rzc_recv(sk, conn, slot, msg, chunk,
+						      flags);
+				if (ret < 0) {
+					err = ret;
+					break;
+				}
+				chunk = ret;
+			} else if (!(flags & MSG_TRUNC) &&
+				   copy_to_iter(slot->buf + AFRDMA_HDR_LEN +
+						slot->off, chunk,
+						&msg->msg_iter) != chunk) {
 				err = -EFAULT;
 				break;
 			}
 			copied += chunk;
-			if (flags & MSG_PEEK)
+			if (flags & MSG_PEEK) {
+				/* Peeked through a bounce: no further. */
+				if (slot->src)
+					break;
 				continue;
+			}
 
 			spin_lock_bh(&conn->lock);
 			slot->off += chunk;
 			conn->rx_bytes -= chunk;
-			if (slot->off == slot->len)
+			if (slot->off == slot->len) {
 				list_del_init(&slot->node);
-			else
+				if (slot->src) {
+					/* All read: the peer may drop the rkey. */
+					conn->src_rcvd = false;
+					conn->rddone = slot->len;
+					slot->src = false;
+				}
+			} else {
 				slot = NULL;
+			}
 			spin_unlock_bh(&conn->lock);
-			if (slot)
+			if (slot) {
 				afrdma_rx_recycle(conn, slot);
+				afrdma_tx_fin(conn);
+			}
 			slot = NULL;
 			continue;
 		}

@@ -41,6 +41,10 @@ static const char * const afrdma_mib_names[AFRDMA_MIB_MAX] = {
 	[AFRDMA_MIB_BUSY_POLL_MISSES]	= "BusyPollMisses",
 	[AFRDMA_MIB_ZEROCOPY_SENDS]	= "ZeroCopySends",
 	[AFRDMA_MIB_ZEROCOPY_COPIED]	= "ZeroCopyCopied",
+	[AFRDMA_MIB_SRCAVAIL_SENT]	= "SrcAvailSent",
+	[AFRDMA_MIB_RX_ZEROCOPY_READS]	= "RxZeroCopyReads",
+	[AFRDMA_MIB_RX_ZEROCOPY_BYTES]	= "RxZeroCopyBytes",
+	[AFRDMA_MIB_RX_BOUNCE_READS]	= "RxBounceReads",
 };
 
 static int afrdma_stat_show(struct seq_file *seq, void *v)

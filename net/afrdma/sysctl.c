@@ -28,6 +28,7 @@ static int afrdma_ka_intvl_max = MAX_TCP_KEEPINTVL;
 static int afrdma_ka_probes_max = MAX_TCP_KEEPCNT;
 static int afrdma_busy_poll_max = USEC_PER_SEC;
 static int afrdma_inline_max = AFRDMA_INLINE_MAX;
+static int afrdma_rzc_min_max = AFRDMA_MAX_SRCAVAIL;
 
 /* The template's .data point in here; each netns moves them to its copy. */
 static struct afrdma_net afrdma_net_defaults = {
@@ -43,6 +44,7 @@ static struct afrdma_net afrdma_net_defaults = {
 	.keepalive_probes = AFRDMA_KEEPALIVE_PROBES,
 	.zerocopy_min	= AFRDMA_ZC_MIN,
 	.inline_threshold = AFRDMA_INLINE,
+	.rx_zerocopy_min = AFRDMA_RZC_MIN,
 };
 
 static struct ctl_table afrdma_sysctl_template[] = {
@@ -154,6 +156,15 @@ static struct ctl_table afrdma_sysctl_template[] = {
 		.proc_handler	= proc_dointvec_minmax,
 		.extra1		= SYSCTL_ZERO,
 		.extra2		= SYSCTL_INT_MAX,
+	},
+	{
+		.procname	= "rx_zerocopy_min",
+		.data		= &afrdma_net_defaults.rx_zerocopy_min,
+		.maxlen		= sizeof(int),
+		.mode		= 0644,
+		.proc_handler	= proc_dointvec_minmax,
+		.extra1		= SYSCTL_ZERO,
+		.extra2		= &afrdma_rzc_min_max,
 	},
 	{
 		.procname	= "initial_slots",

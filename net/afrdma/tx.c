@@ -39,7 +39,7 @@ static int afrdma_post_send(struct afrdma_conn *conn,
 	struct ib_sge sge = {
 		.addr	= inl ? (uintptr_t)slot->buf : slot->dma,
 		.length	= len,
-		.lkey	= conn->dev->pd->local_dma_lkey,
+		.lkey	= conn->pd->local_dma_lkey,
 	};
 	struct ib_send_wr wr = {
 		.wr_cqe		= &slot->cqe,
@@ -62,7 +62,7 @@ static int afrdma_post_send(struct afrdma_conn *conn,
  */
 static unsigned int afrdma_tx_room_locked(const struct afrdma_conn *conn)
 {
-	if (conn->dead)
+	if (conn->dead || conn->src)
 		return 0;
 	if (conn->tx_pending)
 		return conn->tx_payload - conn->tx_pending;
@@ -76,7 +76,8 @@ bool afrdma_tx_writable(const struct afrdma_conn *conn)
 {
 	unsigned int pending = READ_ONCE(conn->tx_pending);
 
-	if (READ_ONCE(conn->dead))
+	/* A SRCAVAIL out holds the rest of the stream back. */
+	if (READ_ONCE(conn->dead) || READ_ONCE(conn->src))
 		return false;
 	if (pending)
 		return pending < READ_ONCE(conn->tx_payload);
@@ -88,12 +89,17 @@ bool afrdma_tx_writable(const struct afrdma_conn *conn)
 bool afrdma_tx_idle(const struct afrdma_conn *conn)
 {
 	return READ_ONCE(conn->tx_head) == READ_ONCE(conn->tx_tail) &&
-	       READ_ONCE(conn->ctrl_head) == READ_ONCE(conn->ctrl_tail);
+	       READ_ONCE(conn->ctrl_head) == READ_ONCE(conn->ctrl_tail) &&
+	       !READ_ONCE(conn->src);
 }
 
-/* Called with conn->lock held. */
+/*
+ * Called with conn->lock held.  Only a credit return may take the last
+ * credit; an RDDONE waits for a spare one, as data does.
+ */
 static int afrdma_ctrl_post_locked(struct afrdma_conn *conn, unsigned int type)
 {
+	unsigned int len = type == AFRDMA_MSG_RDDONE ? sizeof(__be32) : 0;
 	unsigned int need = type == AFRDMA_MSG_CREDIT ? 1 : 2;
 	struct afrdma_tx_slot *slot;
 	int err;
@@ -104,8 +110,10 @@ static int afrdma_ctrl_post_locked(struct afrdma_conn *conn, unsigned int type)
 		return -EAGAIN;
 
 	slot = &conn->ctrl[conn->ctrl_head % AFRDMA_CTRL_SLOTS];
-	afrdma_build_msg(slot->buf, type, conn->rx_owed, 0);
-	err = afrdma_post_send(conn, slot, AFRDMA_HDR_LEN);
+	afrdma_build_msg(slot->buf, type, conn->rx_owed, len);
+	if (len)
+		afrdma_build_rddone(slot->buf + AFRDMA_HDR_LEN, conn->rddone);
+	err = afrdma_post_send(conn, slot, AFRDMA_HDR_LEN + len);
 	if (err)
 		return err;
 	afrdma_inc_stats(conn->sk, AFRDMA_MIB_CTRL_SENDS);
@@ -216,11 +224,16 @@ static void afrdma_tx_arm_locked(struct afrdma_conn *conn)
 		mod_timer(&conn->cork_timer, conn->tx_opened + AFRDMA_CORK_MAX);
 }
 
-/* The open slot first, then a pending FIN, which must follow the data. */
+/*
+ * The open slot first, then a pending FIN, which must follow the data.
+ * An RDDONE owed (the other direction's) goes whenever credits allow.
+ */
 static int afrdma_tx_kick_locked(struct afrdma_conn *conn)
 {
 	int err;
 
+	if (conn->rddone && !afrdma_ctrl_post_locked(conn, AFRDMA_MSG_RDDONE))
+		conn->rddone = 0;
 	if (conn->fin_pending && conn->tx_pending)
 		conn->tx_push = true;
 	err = afrdma_tx_push_locked(conn);
@@ -374,6 +387,29 @@ void afrdma_ctrl_done(struct ib_cq *cq, struct ib_wc *wc)
 }
 
 /*
+ * Whether a SEND of the user's pages (zerocopy.c, rzc.c) may go as the
+ * next of the stream: the copied bytes held in the open slot go first, to
+ * keep the stream in order.  0, -EAGAIN while they or the lack of room
+ * (or a SRCAVAIL out) hold it back, -EPIPE on a dead connection.  Called
+ * with conn->lock held.
+ */
+int afrdma_tx_next_locked(struct afrdma_conn *conn)
+{
+	if (conn->tx_pending) {
+		conn->tx_push = true;
+		if (afrdma_tx_push_locked(conn))
+			return -EPIPE;
+	}
+	if (conn->dead || !conn->qp)
+		return -EPIPE;
+	if (conn->tx_pending || conn->src ||
+	    conn->tx_head - conn->tx_tail >= conn->tx_slots ||
+	    conn->tx_credits < 2)
+		return -EAGAIN;
+	return 0;
+}
+
+/*
  * Posts @zs as the next SEND, behind any data held in the open slot.
  * Returns -EAGAIN while that data or the lack of room holds it back,
  * -EPIPE if the QP refused, -ENOMEM if the pages could not be mapped.
@@ -387,20 +423,8 @@ static int afrdma_tx_zc(struct afrdma_conn *conn, struct afrdma_zc_send *zs,
 	int err;
 
 	spin_lock_bh(&conn->lock);
-	/* Copied bytes held back go first, to keep the stream in order. */
-	if (conn->tx_pending) {
-		conn->tx_push = true;
-		err = afrdma_tx_push_locked(conn) ? -EPIPE : 0;
-		if (err)
-			goto out;
-	}
-	err = -EPIPE;
-	if (conn->dead || !conn->qp)
-		goto out;
-	err = -EAGAIN;
-	if (conn->tx_pending ||
-	    conn->tx_head - conn->tx_tail >= conn->tx_slots ||
-	    conn->tx_credits < 2)
+	err = afrdma_tx_next_locked(conn);
+	if (err)
 		goto out;
 
 	slot = conn->tx[conn->tx_head % conn->tx_slots];
@@ -426,12 +450,14 @@ out:
 }
 
 /*
- * A zero-copy SEND needs a free slot, two credits and no copied bytes held
- * in the open slot: room in that slot is no room for it.
+ * A zero-copy SEND needs a free slot, two credits, no copied bytes held in
+ * the open slot (room in that slot is no room for it) and no SRCAVAIL out:
+ * afrdma_tx_next_locked()'s conditions.
  */
 static bool afrdma_tx_zc_writable(const struct afrdma_conn *conn)
 {
 	return !READ_ONCE(conn->dead) && !READ_ONCE(conn->tx_pending) &&
+	       !READ_ONCE(conn->src) &&
 	       READ_ONCE(conn->tx_head) - READ_ONCE(conn->tx_tail) <
 			READ_ONCE(conn->tx_slots) &&
 	       READ_ONCE(conn->tx_credits) >= 2;
@@ -448,13 +474,14 @@ static bool afrdma_send_ready(struct sock *sk, struct afrdma_conn *conn,
 /* The ring, not the peer, holds the sender back, so the ring may grow. */
 static bool afrdma_tx_may_grow_locked(const struct afrdma_conn *conn)
 {
-	return conn->tx_slots < conn->tx_max &&
+	return !conn->src && conn->tx_slots < conn->tx_max &&
 	       conn->tx_head - conn->tx_tail >= conn->tx_slots &&
 	       conn->tx_credits >= 2;
 }
 
 int afrdma_sendmsg(struct socket *sock, struct msghdr *msg, size_t len)
 {
+	struct afrdma_rzc_src *src = NULL;
 	struct afrdma_zc_send *zs = NULL;
 	struct ubuf_info *uarg = NULL;
 	int flags = msg->msg_flags;
@@ -462,6 +489,7 @@ int afrdma_sendmsg(struct socket *sock, struct msghdr *msg, size_t len)
 	struct afrdma_conn *conn;
 	size_t sent = 0;
 	bool zc = false;
+	int rzc_min;
 	long timeo;
 	int err = 0;
 
@@ -477,6 +505,8 @@ int afrdma_sendmsg(struct socket *sock, struct msghdr *msg, size_t len)
 		goto out;
 	zc = err;
 	err = 0;
+	/* Large enough for the peer to READ: see rzc.c. */
+	rzc_min = zc ? READ_ONCE(afrdma_net(sock_net(sk))->rx_zerocopy_min) : 0;
 
 	while (sent < len) {
 		DEFINE_WAIT_FUNC(wait, woken_wake_function);
@@ -503,6 +533,29 @@ int afrdma_sendmsg(struct socket *sock, struct msghdr *msg, size_t len)
 			break;
 		}
 
+		if (rzc_min && !zs && conn->rzc && conn->rzc_pages &&
+		    (src || len - sent >= rzc_min)) {
+			/* Pinned once, kept across waits, as below. */
+			err = afrdma_rzc_send(sk, conn, msg, len - sent, uarg,
+					      &src);
+			if (err > 0) {
+				sent += err;
+				err = 0;
+				continue;
+			}
+			if (err == -EAGAIN) {
+				err = 0;
+				goto block;
+			}
+			if (err != -EOPNOTSUPP)
+				break;
+			/* The MR cannot map these pages: plain SENDs. */
+			if (src)
+				afrdma_rzc_drop(src, &msg->msg_iter);
+			src = NULL;
+			rzc_min = 0;
+			err = 0;
+		}
 		if (zc) {
 			/* Pinned once, kept across waits for room. */
 			if (!zs) {
@@ -590,6 +643,8 @@ block:
 	}
 	if (zs)
 		afrdma_zc_drop(zs, &msg->msg_iter);
+	if (src)
+		afrdma_rzc_drop(src, &msg->msg_iter);
 	afrdma_zc_end(uarg, sent);
 out:
 	release_sock(sk);

@@ -15,6 +15,8 @@
 #define be32_to_cpu(x)	be32toh(x)
 #define cpu_to_be16(x)	htobe16(x)
 #define cpu_to_be32(x)	htobe32(x)
+#define be64_to_cpu(x)	be64toh(x)
+#define cpu_to_be64(x)	htobe64(x)
 #endif
 
 #include "wire.h"
@@ -73,6 +75,28 @@ int afrdma_parse_msg(const void *buf, size_t byte_len, struct afrdma_msg *out)
 	case AFRDMA_MSG_CREDIT:
 	case AFRDMA_MSG_FIN:
 		return out->len ? -EPROTO : 0;
+	case AFRDMA_MSG_SRCAVAIL: {
+		struct afrdma_srcavail sa;
+
+		if (out->len != sizeof(sa))
+			return -EPROTO;
+		memcpy(&sa, (const char *)buf + sizeof(hdr), sizeof(sa));
+		out->src_len = be32_to_cpu(sa.len);
+		out->src_rkey = be32_to_cpu(sa.rkey);
+		out->src_addr = be64_to_cpu(sa.addr);
+		return out->src_len && out->src_len <= AFRDMA_MAX_SRCAVAIL ?
+		       0 : -EPROTO;
+	}
+	case AFRDMA_MSG_RDDONE: {
+		__be32 bytes;
+
+		if (out->len != sizeof(bytes))
+			return -EPROTO;
+		memcpy(&bytes, (const char *)buf + sizeof(hdr), sizeof(bytes));
+		out->src_len = be32_to_cpu(bytes);
+		return out->src_len && out->src_len <= AFRDMA_MAX_SRCAVAIL ?
+		       0 : -EPROTO;
+	}
 	default:
 		return -EPROTO;
 	}
@@ -85,4 +109,23 @@ void afrdma_build_msg(struct afrdma_msg_hdr *hdr, unsigned int type,
 	hdr->flags = 0;
 	hdr->credits = cpu_to_be16(credits);
 	hdr->len = cpu_to_be32(len);
+}
+
+void afrdma_build_srcavail(void *payload, unsigned int len, unsigned int rkey,
+			   __u64 addr)
+{
+	struct afrdma_srcavail sa = {
+		.len	= cpu_to_be32(len),
+		.rkey	= cpu_to_be32(rkey),
+		.addr	= cpu_to_be64(addr),
+	};
+
+	memcpy(payload, &sa, sizeof(sa));
+}
+
+void afrdma_build_rddone(void *payload, unsigned int bytes)
+{
+	__be32 b = cpu_to_be32(bytes);
+
+	memcpy(payload, &b, sizeof(b));
 }

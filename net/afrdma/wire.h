@@ -46,11 +46,22 @@ struct afrdma_cm_priv {
 } __attribute__((packed));
 
 #define AFRDMA_CM_GROW		0x01
+/*
+ * AFRDMA_CM_RZC: the sender understands AFRDMA_MSG_SRCAVAIL and
+ * AFRDMA_MSG_RDDONE (receive zero-copy) and accepts RDMA READs of the
+ * regions it advertises.  A side sends SRCAVAIL only to a peer that set it.
+ */
+#define AFRDMA_CM_RZC		0x02
+
+/* Largest region one SRCAVAIL may advertise. */
+#define AFRDMA_MAX_SRCAVAIL	(16 * 1024 * 1024)
 
 enum afrdma_msg_type {
 	AFRDMA_MSG_DATA		= 1,	/* payload follows */
 	AFRDMA_MSG_CREDIT	= 2,	/* only returns credits */
 	AFRDMA_MSG_FIN		= 3,	/* no more data in this direction */
+	AFRDMA_MSG_SRCAVAIL	= 4,	/* stream bytes to RDMA READ */
+	AFRDMA_MSG_RDDONE	= 5,	/* the SRCAVAIL in flight is consumed */
 };
 
 /*
@@ -64,6 +75,19 @@ struct afrdma_msg_hdr {
 	__be32	len;
 } __attribute__((packed));
 
+/*
+ * The payload of AFRDMA_MSG_SRCAVAIL: the next @len bytes of the stream
+ * wait in the sender's memory at @addr under @rkey, remotely readable
+ * until the receiver answers with AFRDMA_MSG_RDDONE (payload: __be32,
+ * bytes consumed, always all of them).  One is outstanding at a time:
+ * the sender sends nothing more of the stream until the RDDONE.
+ */
+struct afrdma_srcavail {
+	__be32	len;
+	__be32	rkey;
+	__be64	addr;
+} __attribute__((packed));
+
 struct afrdma_cm_params {
 	unsigned int	rx_slots;
 	unsigned int	rx_slot_size;
@@ -74,6 +98,10 @@ struct afrdma_msg {
 	unsigned int	type;
 	unsigned int	credits;
 	unsigned int	len;
+	/* SRCAVAIL: the region; RDDONE: @src_len is the bytes consumed */
+	unsigned int	src_len;
+	unsigned int	src_rkey;
+	__u64		src_addr;
 };
 
 int afrdma_parse_cm_priv(const void *buf, size_t len,
@@ -83,5 +111,8 @@ void afrdma_build_cm_priv(struct afrdma_cm_priv *priv,
 int afrdma_parse_msg(const void *buf, size_t byte_len, struct afrdma_msg *out);
 void afrdma_build_msg(struct afrdma_msg_hdr *hdr, unsigned int type,
 		      unsigned int credits, unsigned int len);
+void afrdma_build_srcavail(void *payload, unsigned int len, unsigned int rkey,
+			   __u64 addr);
+void afrdma_build_rddone(void *payload, unsigned int bytes);
 
 #endif /* _AFRDMA_WIRE_H */

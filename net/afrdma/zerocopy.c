@@ -134,19 +134,25 @@ void afrdma_zc_end(struct ubuf_info *uarg, size_t sent)
 		net_zcopy_put_abort(uarg, true);
 }
 
+/*
+ * Pins pages of @from's first segment with data, up to @max bytes and
+ * @max_pages pages, and advances it past them; writable ones for a
+ * receive.  The bytes, or 0 or an error.
+ */
 #ifdef AFRDMA_HAVE_IOV_ITER_EXTRACT_PAGES
-static ssize_t afrdma_zc_extract(struct iov_iter *from, struct page **pages,
-				 size_t max, unsigned int max_pages,
-				 size_t *off)
+ssize_t afrdma_zc_extract(struct iov_iter *from, struct page **pages,
+			  size_t max, unsigned int max_pages, size_t *off)
 {
-	/* A user-backed iterator: FOLL_PIN, undone by unpin_user_pages(). */
+	/*
+	 * A user-backed iterator: FOLL_PIN (FOLL_WRITE for a destination),
+	 * undone by unpin_user_pages().
+	 */
 	return iov_iter_extract_pages(from, &pages, max, max_pages, 0, off);
 }
 #else
 /* What iov_iter_extract_pages() does for user memory, on older kernels. */
-static ssize_t afrdma_zc_extract(struct iov_iter *from, struct page **pages,
-				 size_t max, unsigned int max_pages,
-				 size_t *off)
+ssize_t afrdma_zc_extract(struct iov_iter *from, struct page **pages,
+			  size_t max, unsigned int max_pages, size_t *off)
 {
 	unsigned long addr;
 	size_t seg;
@@ -166,7 +172,8 @@ static ssize_t afrdma_zc_extract(struct iov_iter *from, struct page **pages,
 	max = min3(max, seg, iov_iter_count(from));
 	*off = offset_in_page(addr);
 	max_pages = min_t(size_t, max_pages, DIV_ROUND_UP(*off + max, PAGE_SIZE));
-	n = pin_user_pages_fast(addr - *off, max_pages, 0, pages);
+	n = pin_user_pages_fast(addr - *off, max_pages,
+				iov_iter_rw(from) == READ ? FOLL_WRITE : 0, pages);
 	if (n <= 0)
 		return n ? : -EFAULT;
 	max = min_t(size_t, max, (size_t)n * PAGE_SIZE - *off);
@@ -177,41 +184,58 @@ static ssize_t afrdma_zc_extract(struct iov_iter *from, struct page **pages,
 
 /*
  * Pins up to @max bytes from @from, at most @max_pages pages, across its
- * segments (a SEND takes a whole receive buffer, however little it
- * carries), and advances it past them.  Process context.  An ERR_PTR if
- * not one byte could be pinned: -EFAULT where a copy would fault too.
+ * segments, into @pages, with each page's offset (not yet an address) and
+ * length in @sge, and advances @from past them.  Process context.  The
+ * number of pages, *@bytes their bytes; 0 and an error in *@bytes' place
+ * (-EFAULT where a copy would fault too) if not one byte could be pinned.
  */
-struct afrdma_zc_send *afrdma_zc_pin(struct iov_iter *from, size_t max,
-				     unsigned int max_pages)
+unsigned int afrdma_zc_pin_pages(struct iov_iter *from, size_t max,
+				 struct page **pages, struct ib_sge *sge,
+				 unsigned int max_pages, ssize_t *bytes)
 {
-	struct afrdma_zc_send *zs;
 	unsigned int n = 0, end;
 	size_t off, total = 0;
 	ssize_t len = 0;
 
-	zs = kmalloc(struct_size(zs, sge, max_pages + 1) +
-		     max_pages * sizeof(*zs->pages), GFP_KERNEL);
-	if (!zs)
-		return ERR_PTR(-ENOMEM);
-	zs->pages = (struct page **)&zs->sge[max_pages + 1];
 	while (total < max && n < max_pages && iov_iter_count(from)) {
-		len = afrdma_zc_extract(from, zs->pages + n, max - total,
+		len = afrdma_zc_extract(from, pages + n, max - total,
 					max_pages - n, &off);
 		if (len <= 0)
 			break;
 		total += len;
 		end = n + DIV_ROUND_UP(off + len, PAGE_SIZE);
 		for (; n < end; n++, off = 0) {
-			/* The offset in the page, until mapped. */
-			zs->sge[n + 1].addr = off;
-			zs->sge[n + 1].length = min_t(size_t, len,
-						      PAGE_SIZE - off);
-			len -= zs->sge[n + 1].length;
+			sge[n].addr = off;
+			sge[n].length = min_t(size_t, len, PAGE_SIZE - off);
+			len -= sge[n].length;
 		}
 	}
-	if (!total) {
+	*bytes = total ? total : len < 0 ? len : -EFAULT;
+	return n;
+}
+
+/*
+ * The pages of one SEND (a SEND takes a whole receive buffer, however
+ * little it carries, so they are gathered across segments).  An ERR_PTR
+ * if not one byte could be pinned.
+ */
+struct afrdma_zc_send *afrdma_zc_pin(struct iov_iter *from, size_t max,
+				     unsigned int max_pages)
+{
+	struct afrdma_zc_send *zs;
+	ssize_t total;
+	unsigned int n;
+
+	zs = kmalloc(struct_size(zs, sge, max_pages + 1) +
+		     max_pages * sizeof(*zs->pages), GFP_KERNEL);
+	if (!zs)
+		return ERR_PTR(-ENOMEM);
+	zs->pages = (struct page **)&zs->sge[max_pages + 1];
+	n = afrdma_zc_pin_pages(from, max, zs->pages, zs->sge + 1, max_pages,
+				&total);
+	if (!n) {
 		kfree(zs);
-		return ERR_PTR(len < 0 ? len : -EFAULT);
+		return ERR_PTR(total);
 	}
 	zs->uarg = NULL;
 	zs->len = total;
@@ -264,11 +288,11 @@ int afrdma_zc_post(struct afrdma_conn *conn, struct afrdma_tx_slot *slot,
 			goto unmap;
 		}
 		sge->addr = dma;
-		sge->lkey = conn->dev->pd->local_dma_lkey;
+		sge->lkey = conn->pd->local_dma_lkey;
 	}
 	zs->sge[0].addr = slot->dma;
 	zs->sge[0].length = hdr_len;
-	zs->sge[0].lkey = conn->dev->pd->local_dma_lkey;
+	zs->sge[0].lkey = conn->pd->local_dma_lkey;
 	ib_dma_sync_single_for_device(ibdev, slot->dma, hdr_len,
 				      DMA_TO_DEVICE);
 	/* The completion may run on another CPU before the post returns. */

@@ -246,4 +246,17 @@ static inline unsigned long long afrdma_csum_final(const struct afrdma_csum *c)
 	return h;
 }
 
+/* Reads and drops every MSG_ZEROCOPY notification queued on @fd now. */
+static inline void afrdma_drain_errqueue(int fd)
+{
+	char control[256];
+	struct msghdr msg;
+
+	do {
+		memset(&msg, 0, sizeof(msg));
+		msg.msg_control = control;
+		msg.msg_controllen = sizeof(control);
+	} while (recvmsg(fd, &msg, MSG_ERRQUEUE | MSG_DONTWAIT) >= 0);
+}
+
 #endif /* _AFRDMA_SOCK_H */

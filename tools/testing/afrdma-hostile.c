@@ -89,6 +89,12 @@ static const struct hostile_case cases[] = {
 	  EXP_REM_ACCESS },
 	{ "big-send", "a SEND 8 bytes larger than the victim's slots",
 	  EXP_SEND_ERR },
+	{ "srcavail-bogus", "SRCAVAIL of 64 KiB at a random address and rkey",
+	  EXP_NONE },
+	{ "srcavail-twice", "a second SRCAVAIL before the first is read",
+	  EXP_NONE },
+	{ "srcavail-huge", "SRCAVAIL of 16 MiB + 1", EXP_NONE },
+	{ "rddone-unasked", "RDDONE with no SRCAVAIL out", EXP_NONE },
 };
 
 struct peer {
@@ -347,6 +353,9 @@ static int connect_victim(struct peer *p, const void *priv, size_t priv_len)
 		.flow_control = 1,
 		.retry_count = 7,
 		.rnr_retry_count = 7,	/* as afrdma: wait for buffers */
+		/* READs the victim may make of our (bogus) SRCAVAILs */
+		.responder_resources = 1,
+		.initiator_depth = 1,
 	};
 	struct rdma_cm_event *ev;
 	int ret = -1;
@@ -450,6 +459,25 @@ static int attack(struct peer *p, double secs)
 		 * and the CM stays quiet: only keepalive can tell.
 		 */
 		rdma_destroy_qp(p->id);
+	} else if (!strncmp(name, "srcavail-", 9)) {
+		unsigned int len = strcmp(name, "srcavail-huge") ?
+				   65536 : AFRDMA_MAX_SRCAVAIL + 1;
+
+		srandom(getpid() ^ time(NULL));
+		for (i = 0; i < (strcmp(name, "srcavail-twice") ? 1 : 2); i++) {
+			afrdma_build_msg(hdr, AFRDMA_MSG_SRCAVAIL, 0,
+					 sizeof(struct afrdma_srcavail));
+			afrdma_build_srcavail(p->tx_buf + HDR_LEN, len, random(),
+					      (uint64_t)random() << 32 | random());
+			if (p->credits)
+				p->credits--;
+			post_send(p, HDR_LEN + sizeof(struct afrdma_srcavail),
+				  IBV_WR_SEND, 0, 0);
+		}
+	} else if (!strcmp(name, "rddone-unasked")) {
+		afrdma_build_msg(hdr, AFRDMA_MSG_RDDONE, 0, 4);
+		afrdma_build_rddone(p->tx_buf + HDR_LEN, 65536);
+		post_send(p, HDR_LEN + 4, IBV_WR_SEND, 0, 0);
 	} else if (!strcmp(name, "big-send")) {
 		unsigned int len = p->victim.rx_slot_size + 8 - HDR_LEN;
 

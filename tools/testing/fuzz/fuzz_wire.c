@@ -85,6 +85,14 @@ static void fuzz_msg(const uint8_t *data, size_t size)
 	case AFRDMA_MSG_FIN:
 		CHECK(m.len == 0);
 		break;
+	case AFRDMA_MSG_SRCAVAIL:
+		CHECK(m.len == sizeof(struct afrdma_srcavail));
+		CHECK(m.src_len > 0 && m.src_len <= AFRDMA_MAX_SRCAVAIL);
+		break;
+	case AFRDMA_MSG_RDDONE:
+		CHECK(m.len == 4);
+		CHECK(m.src_len > 0 && m.src_len <= AFRDMA_MAX_SRCAVAIL);
+		break;
 	default:
 		CHECK(0);
 	}
@@ -129,6 +137,7 @@ static void fuzz_round_trip(const uint8_t *data, size_t size)
 	ret = afrdma_parse_msg(buf, sizeof(struct afrdma_msg_hdr) + len, &m);
 	valid = (type == AFRDMA_MSG_DATA && len) ||
 		((type == AFRDMA_MSG_CREDIT || type == AFRDMA_MSG_FIN) && !len);
+	/* The filler (0x5a...) is a length in range for neither. */
 	CHECK(valid ? ret == 0 : ret == -EPROTO);
 	if (!ret)
 		CHECK(m.type == type && m.credits == credits && m.len == len);
@@ -137,6 +146,27 @@ static void fuzz_round_trip(const uint8_t *data, size_t size)
 		CHECK(afrdma_parse_msg(buf, sizeof(struct afrdma_msg_hdr) +
 				       len - 1, &m) == -EPROTO);
 	free(buf);
+
+	/* A SRCAVAIL built from the input parses back, if its length fits. */
+	{
+		unsigned char sa[sizeof(struct afrdma_msg_hdr) +
+				 sizeof(struct afrdma_srcavail)];
+		unsigned int slen = get(data, size, 12, 4);
+
+		afrdma_build_msg((struct afrdma_msg_hdr *)sa,
+				 AFRDMA_MSG_SRCAVAIL, credits,
+				 sizeof(struct afrdma_srcavail));
+		afrdma_build_srcavail(sa + sizeof(struct afrdma_msg_hdr), slen,
+				      get(data, size, 16, 4),
+				      get(data, size, 20, 4));
+		ret = afrdma_parse_msg(sa, sizeof(sa), &m);
+		CHECK(slen && slen <= AFRDMA_MAX_SRCAVAIL ? ret == 0 :
+		      ret == -EPROTO);
+		if (!ret)
+			CHECK(m.src_len == slen &&
+			      m.src_rkey == get(data, size, 16, 4) &&
+			      m.src_addr == get(data, size, 20, 4));
+	}
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
