@@ -243,6 +243,7 @@ struct afrdma_conn {
 	struct list_head	rx_ready;	/* slots with unread payload */
 	unsigned int		rx_bytes;	/* unread payload bytes */
 	unsigned int		rx_owed;	/* reposted, not yet reported */
+	bool			rx_credit_last;	/* peer's last message a credit return */
 	unsigned int		peer_credits;	/* reported, not yet filled */
 	unsigned int		tx_head;	/* SENDs posted */
 	unsigned int		tx_tail;	/* SENDs completed */
@@ -499,6 +500,7 @@ void afrdma_tx_fin(struct afrdma_conn *conn);
 int afrdma_tx_next_locked(struct afrdma_conn *conn);
 bool afrdma_tx_writable(const struct afrdma_conn *conn);
 bool afrdma_tx_idle(const struct afrdma_conn *conn);
+void afrdma_credits_sent_locked(struct afrdma_conn *conn);
 void afrdma_tx_flush_credits(struct afrdma_conn *conn);
 void afrdma_tx_read_credits(struct afrdma_conn *conn);
 void afrdma_tx_init(struct afrdma_conn *conn);

@@ -102,6 +102,7 @@ void afrdma_rx_done(struct ib_cq *cq, struct ib_wc *wc)
 		grow = true;
 	}
 	conn->tx_credits += msg.credits;
+	conn->rx_credit_last = msg.type == AFRDMA_MSG_CREDIT;
 	if (msg.type == AFRDMA_MSG_SRCAVAIL) {
 		/* Its bytes wait in the peer's memory, in stream order. */
 		conn->src_rcvd = true;

@@ -251,8 +251,7 @@ static int afrdma_rzc_post_locked(struct afrdma_conn *conn,
 	afrdma_add_stats(conn->sk, AFRDMA_MIB_BYTES_SENT, src->len);
 	conn->tx_head++;
 	conn->tx_credits--;
-	conn->peer_credits += conn->rx_owed;
-	conn->rx_owed = 0;
+	afrdma_credits_sent_locked(conn);
 	return 0;
 }
 

@@ -119,9 +119,15 @@ static int afrdma_ctrl_post_locked(struct afrdma_conn *conn, unsigned int type)
 	afrdma_inc_stats(conn->sk, AFRDMA_MIB_CTRL_SENDS);
 	conn->ctrl_head++;
 	conn->tx_credits--;
+	afrdma_credits_sent_locked(conn);
+	return 0;
+}
+
+/* The message just posted carried every credit owed.  conn->lock held. */
+void afrdma_credits_sent_locked(struct afrdma_conn *conn)
+{
 	conn->peer_credits += conn->rx_owed;
 	conn->rx_owed = 0;
-	return 0;
 }
 
 /*
@@ -138,8 +144,16 @@ static int afrdma_ctrl_post_locked(struct afrdma_conn *conn, unsigned int type)
 static bool afrdma_credits_due_locked(const struct afrdma_conn *conn,
 				      bool read)
 {
-	if (!conn->peer_rx_slots || conn->rx_owed < 2)
+	if (!conn->peer_rx_slots || !conn->rx_owed)
 		return false;
+	/*
+	 * One credit, when it is what the peer lacks to send data: else a
+	 * reader that does not read until the peer's send returns could
+	 * wait for ever with a buffer free.  Only after data, so that lone
+	 * returns cannot answer each other between idle peers for ever.
+	 */
+	if (conn->rx_owed < 2)
+		return conn->peer_credits == 1 && !conn->rx_credit_last;
 	return conn->peer_credits < 2 ||
 	       (!read && conn->rx_owed >= conn->rx_slots / 2);
 }
@@ -211,8 +225,7 @@ static int afrdma_tx_push_locked(struct afrdma_conn *conn)
 	conn->tx_push = false;
 	conn->tx_head++;
 	conn->tx_credits--;
-	conn->peer_credits += conn->rx_owed;
-	conn->rx_owed = 0;
+	afrdma_credits_sent_locked(conn);
 	return 0;
 }
 
@@ -442,8 +455,7 @@ static int afrdma_tx_zc(struct afrdma_conn *conn, struct afrdma_zc_send *zs,
 	conn->tx_unacked += len;
 	conn->tx_head++;
 	conn->tx_credits--;
-	conn->peer_credits += conn->rx_owed;
-	conn->rx_owed = 0;
+	afrdma_credits_sent_locked(conn);
 out:
 	spin_unlock_bh(&conn->lock);
 	return err;
