@@ -237,13 +237,15 @@ struct afrdma_conn {
 	unsigned int		rd_depth;	/* READs in flight; 0: unknown */
 	unsigned int		rzc_pages;	/* pages per SRCAVAIL; 0: none */
 	bool			rzc;		/* peer takes SRCAVAIL */
+	bool			rzc_read;	/* READs land under the lkey */
 	bool			mr_pool;	/* qp->rdma_mrs set up */
 
 	spinlock_t		lock;		/* the fields below */
 	struct list_head	rx_ready;	/* slots with unread payload */
 	unsigned int		rx_bytes;	/* unread payload bytes */
 	unsigned int		rx_owed;	/* reposted, not yet reported */
-	bool			rx_credit_last;	/* peer's last message a credit return */
+	bool			rx_lone_last;	/* peer's last message returned 1 */
+	bool			rx_rddone_last;	/* ... was an RDDONE */
 	unsigned int		peer_credits;	/* reported, not yet filled */
 	unsigned int		tx_head;	/* SENDs posted */
 	unsigned int		tx_tail;	/* SENDs completed */

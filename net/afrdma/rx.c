@@ -102,7 +102,8 @@ void afrdma_rx_done(struct ib_cq *cq, struct ib_wc *wc)
 		grow = true;
 	}
 	conn->tx_credits += msg.credits;
-	conn->rx_credit_last = msg.type == AFRDMA_MSG_CREDIT;
+	conn->rx_lone_last = msg.type == AFRDMA_MSG_CREDIT && msg.credits < 2;
+	conn->rx_rddone_last = msg.type == AFRDMA_MSG_RDDONE;
 	if (msg.type == AFRDMA_MSG_SRCAVAIL) {
 		/* Its bytes wait in the peer's memory, in stream order. */
 		conn->src_rcvd = true;

@@ -94,13 +94,16 @@ bool afrdma_tx_idle(const struct afrdma_conn *conn)
 }
 
 /*
- * Called with conn->lock held.  Only a credit return may take the last
- * credit; an RDDONE waits for a spare one, as data does.
+ * Called with conn->lock held.  A credit return may take the last credit,
+ * and so may an RDDONE, which carries credits too: the reader that sends
+ * it may have read everything and have nothing else to tell the peer,
+ * whose stream waits for it.  The peer gives a credit straight back
+ * (afrdma_credits_due_locked()).
  */
 static int afrdma_ctrl_post_locked(struct afrdma_conn *conn, unsigned int type)
 {
 	unsigned int len = type == AFRDMA_MSG_RDDONE ? sizeof(__be32) : 0;
-	unsigned int need = type == AFRDMA_MSG_CREDIT ? 1 : 2;
+	unsigned int need = type == AFRDMA_MSG_FIN ? 2 : 1;
 	struct afrdma_tx_slot *slot;
 	int err;
 
@@ -147,13 +150,16 @@ static bool afrdma_credits_due_locked(const struct afrdma_conn *conn,
 	if (!conn->peer_rx_slots || !conn->rx_owed)
 		return false;
 	/*
-	 * One credit, when it is what the peer lacks to send data: else a
+	 * One credit, when it is what the peer lacks to send data (else a
 	 * reader that does not read until the peer's send returns could
-	 * wait for ever with a buffer free.  Only after data, so that lone
-	 * returns cannot answer each other between idle peers for ever.
+	 * wait for ever with a buffer free), or to send anything at all
+	 * after its RDDONE took its last.  Never in answer to a lone return,
+	 * so that lone returns cannot bounce between idle peers for ever.
 	 */
 	if (conn->rx_owed < 2)
-		return conn->peer_credits == 1 && !conn->rx_credit_last;
+		return !conn->rx_lone_last &&
+		       (conn->peer_credits == 1 ||
+			(!conn->peer_credits && conn->rx_rddone_last));
 	return conn->peer_credits < 2 ||
 	       (!read && conn->rx_owed >= conn->rx_slots / 2);
 }
