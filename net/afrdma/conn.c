@@ -229,8 +229,16 @@ static int afrdma_create_qp(struct afrdma_conn *conn, unsigned int want)
 			       AFRDMA_ZC_MAX_SGE) - 1;
 	conn->rd_sge = clamp_t(u32, ibdev->attrs.max_sge_rd, 1,
 			       attr.cap.max_send_sge);
+	/*
+	 * iWARP places READ responses as tagged writes, into memory the
+	 * reader registered for remote write (rdma_rw_io_needs_mr()), not
+	 * under the local DMA lkey that rzc.c reads into: no receive
+	 * zero-copy there, either way.
+	 */
+	conn->rzc_read = !rdma_protocol_iwarp(ibdev, conn->cm_id->port_num);
 	/* Regions to offer for READ need fast registration. */
-	if (ibdev->attrs.device_cap_flags & IB_DEVICE_MEM_MGT_EXTENSIONS)
+	if (conn->rzc_read &&
+	    ibdev->attrs.device_cap_flags & IB_DEVICE_MEM_MGT_EXTENSIONS)
 		conn->rzc_pages = min_t(u32, AFRDMA_RZC_PAGES,
 					ibdev->attrs.max_fast_reg_page_list_len);
 	return 0;
@@ -405,7 +413,7 @@ void afrdma_conn_params(const struct afrdma_conn *conn,
 {
 	own->rx_slots = conn->rx_slots;
 	own->rx_slot_size = conn->rx_slot_size;
-	own->flags = AFRDMA_CM_GROW | AFRDMA_CM_RZC;
+	own->flags = AFRDMA_CM_GROW | (conn->rzc_read ? AFRDMA_CM_RZC : 0);
 }
 
 /*
