@@ -423,6 +423,43 @@ TEST_F(ring, credits_small_rings)
 	transfer(_metadata, self->cfd, self->sfd, BULK / 4, BULK / 4);
 }
 
+/*
+ * The same wait, reached through a credit return: Y's last message before
+ * its blocked send returned X's credits, and X reads Y's messages only
+ * after that send.  X must still hand back the one buffer it owes.
+ */
+TEST_F(ring, credits_after_credit_return)
+{
+	struct timeval tv = { .tv_sec = 20 };
+	char msg[100], in[300];
+	int one = 1, fd, k;
+
+	fd = 4 * SLOT;
+	ASSERT_EQ(0, setsockopt(self->lfd, SOL_SOCKET, SO_RCVBUF, &fd, sizeof(fd)));
+	fd = sized_socket(4 * SLOT, 4 * SLOT, false);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, pair(_metadata, self, fd));
+	for (k = 0; k < 2; k++) {
+		ASSERT_EQ(0, setsockopt(k ? self->sfd : self->cfd, SOL_TCP,
+					TCP_NODELAY, &one, sizeof(one)));
+		ASSERT_EQ(0, setsockopt(k ? self->sfd : self->cfd, SOL_SOCKET,
+					SO_SNDTIMEO, &tv, sizeof(tv)));
+	}
+	memset(msg, 'y', sizeof(msg));
+	/* Y (sfd): two messages X leaves unread; X (cfd): three Y reads. */
+	for (k = 0; k < 2; k++)
+		ASSERT_EQ((ssize_t)sizeof(msg), send(self->sfd, msg, sizeof(msg), 0));
+	for (k = 0; k < 3; k++)
+		ASSERT_EQ((ssize_t)sizeof(msg), send(self->cfd, msg, sizeof(msg), 0));
+	ASSERT_EQ((ssize_t)sizeof(in), recv(self->sfd, in, sizeof(in), MSG_WAITALL));
+	/* Y's third message needs the buffer X owes it, not X reading. */
+	ASSERT_EQ((ssize_t)sizeof(msg), send(self->sfd, msg, sizeof(msg), 0))
+		TH_LOG("Y's send: %s", strerror(errno));
+	ASSERT_EQ((ssize_t)sizeof(in), recv(self->cfd, in, sizeof(in), MSG_WAITALL));
+	ASSERT_EQ(0, memcmp(in, in + 100, 100));
+	ASSERT_EQ(0, memcmp(msg, in + 200, 100));
+}
+
 /* initial_slots: its range, and at the maximum the rings start full. */
 TEST_F(ring, initial_slots)
 {
