@@ -621,12 +621,12 @@ def plot(recs, env, path):
                   "rstream": ("-.", "v")}.get(tool, ("-", "o"))
         ax.plot(xs, ys, color=color, linestyle=ls, marker=mk,
                 label="%s %s" % (tool, TR_NAME[tr]))
-    for path, name in ZC_PATHS[1:]:
+    for zp, name in ZC_PATHS[1:]:
         pts = [(r["size"], r["mbps"]) for r in recs
-               if r["test"] == path and r["status"] == "ok" and r.get("mbps")]
+               if r["test"] == zp and r["status"] == "ok" and r.get("mbps")]
         if pts:
             xs, ys = zip(*sorted(pts))
-            ax.plot(xs, ys, color={"zc": "tab:purple", "rzc": "tab:red"}[path],
+            ax.plot(xs, ys, color={"zc": "tab:purple", "rzc": "tab:red"}[zp],
                     linestyle="--", marker="x", label="afrdma-perf afrdma " + name)
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
