@@ -4,8 +4,9 @@
 # Host side of "make bench": parse what tools/testing/bench-guest.sh kept
 # (cases.tsv and the tools' own output in raw/), and write the table to
 # stdout, bench.json, bench.md (the table for the README) and bench.png.
-# With --smoke it checks only that every tool ran and gave a number, for
-# "make check", and prints "# bench: PASSED FAILED SKIPPED" last.
+# With --smoke it checks only that every tool ran and gave a number (and
+# that the zero-copy cases took the zero-copy paths), for "make check",
+# and prints "# bench: PASSED FAILED SKIPPED" last.
 #
 # Debian's python3 (/usr/bin/python3) for python3-matplotlib.
 
@@ -19,6 +20,13 @@ USER_HZ = 100           # /proc/stat ticks, fixed by the kernel ABI
 GIB = 1 << 30
 SIZE_NAMES = {64: "64 B", 4096: "4 KiB", 65536: "64 KiB", 1048576: "1 MiB"}
 TITLE_ENV = "under QEMU TCG, soft-RoCE"
+# /proc/net/afrdma_stat's zero-copy counters, kept per zero-copy case
+ZC_KEYS = ("ZeroCopySends", "ZeroCopyCopied", "SrcAvailSent",
+           "RxZeroCopyReads", "RxZeroCopyBytes", "RxBounceReads")
+# afrdma-perf one stream: copied (the matrix's "bw" row, or "copy"),
+# MSG_ZEROCOPY with receive zero-copy off, and with it on
+ZC_PATHS = (("copy", "copy"), ("zc", "MSG_ZEROCOPY, rx zero-copy off"),
+            ("rzc", "MSG_ZEROCOPY, rx zero-copy on"))
 
 
 def size_name(s):
@@ -99,7 +107,7 @@ def parse_afrdma_perf(rec, text):
     if j.get("failed"):
         return last_error(text)
     rec["seconds"] = j["seconds"]
-    if rec["test"] == "bw":
+    if rec["test"] in ("bw", "copy", "zc", "rzc"):
         rec["mbps"] = j["mbps"]
         rec["msgs_per_sec"] = j["msgs_per_sec"]
     elif rec["test"] == "lat":
@@ -198,7 +206,32 @@ def cpu_per_gib(rec, c, ncpu):
         rec["cpu_s_per_gib"] = busy / (moved / GIB)
 
 
-def load(d, ncpu, idle_qps):
+def zc_path_error(rec, env):
+    """Whether a zero-copy case took the path it is named for, from its
+    counters: MSG_ZEROCOPY sends from the user's pages at zerocopy_min and
+    above; with receive zero-copy off no region offered or READ, with it
+    on regions offered and READ into the user's buffer at rx_zerocopy_min
+    and above (and none below)."""
+    x = rec.get("counters")
+    if x is None:
+        return "no zero-copy counters recorded"
+    zmin = int(env.get("zerocopy_min") or 16384)
+    rmin = int(env.get("rx_zerocopy_min") or 65536)
+    bad = []
+    if rec["size"] >= zmin and not x.get("ZeroCopySends"):
+        bad.append("ZeroCopySends=0")
+    rx = rec["test"] == "rzc" and rmin and rec["size"] >= rmin
+    for k in ("SrcAvailSent", "RxZeroCopyBytes"):
+        if rx and not x.get(k):
+            bad.append("%s=0" % k)
+        elif not rx and x.get(k):
+            bad.append("%s=%d" % (k, x[k]))
+    if not bad:
+        return None
+    return "not the %s path: %s" % (rec["test"], ", ".join(bad))
+
+
+def load(d, ncpu, idle_qps, env):
     recs = []
     with open(os.path.join(d, "cases.tsv")) as f:
         for line in f:
@@ -218,6 +251,11 @@ def load(d, ncpu, idle_qps):
             m = re.search(r"\bqps=(\d+)", rec["extra"])
             if m:
                 rec["rdma_qps"] = int(m.group(1)) - idle_qps
+            x = dict(kv.split("=", 1) for kv in rec["extra"].split() if "=" in kv)
+            if all(k in x for k in ZC_KEYS):
+                rec["counters"] = {k: int(x[k]) for k in ZC_KEYS}
+            if err is None and rec["test"] in ("zc", "rzc"):
+                err = zc_path_error(rec, env)
             # The preload falls back to TCP when rsockets fails: no QP in
             # use means these were TCP numbers.
             if (err is None and rec["transport"] == "rsockets" and
@@ -296,7 +334,9 @@ def row_keys(recs, test):
 
 
 def report(recs, env):
-    sizes = sorted({r["size"] for r in recs if r["test"] == "bw"})
+    # ib_write_bw's extra sizes are for the zero-copy table
+    sizes = sorted({r["size"] for r in recs
+                    if r["test"] == "bw" and r["tool"] != "ib_write_bw"})
     out = []
     out.append("afrdma bench, %s, kernel %s, %s (rxe0 on veth MTU %s, "
                "active_mtu %s), %s CPUs" % (
@@ -381,6 +421,83 @@ def report(recs, env):
 
 def ratio(a, b):
     return a / b if a is not None and b else None
+
+
+def zc_find(recs, path, s):
+    r = find(recs, "afrdma-perf", "af_rdma", path, s)
+    if r is None and path == "copy":
+        r = find(recs, "afrdma-perf", "af_rdma", "bw", s)
+    return r
+
+
+def zc_rows(recs):
+    """Issue 5's rows: per size and path, bandwidth and CPU per GiB, against
+    ib_write_bw's bandwidth and the copy path's CPU per GiB."""
+    rows = []
+    sizes = sorted({r["size"] for r in recs if r["test"] in ("zc", "rzc")})
+    for s in sizes:
+        v = val(recs, "mbps", "ib_write_bw", "verbs", "bw", s)
+        c = zc_find(recs, "copy", s)
+        ccpu = c.get("cpu_s_per_gib") if c and c["status"] == "ok" else None
+        for path, name in ZC_PATHS:
+            r = zc_find(recs, path, s)
+            if r is None:
+                continue
+            ok = r["status"] == "ok"
+            mbps = r.get("mbps") if ok else None
+            cpu = r.get("cpu_s_per_gib") if ok else None
+            rows.append({"size": s, "path": path, "name": name,
+                         "status": r["status"], "error": r.get("error"),
+                         "mbps": mbps, "cpu_s_per_gib": cpu,
+                         "ib_write_bw_mbps": v, "vs_ib_write_bw": ratio(mbps, v),
+                         "cpu_vs_copy": ratio(cpu, ccpu) if path != "copy" else None,
+                         "counters": r.get("counters")})
+    return rows
+
+
+def zc_text(rows):
+    out = []
+    for x in rows:
+        c = x["counters"]
+        if x["path"] == "copy" or c is None:
+            cnt = "-"
+        else:
+            cnt = "%d / %d / %s" % (c["ZeroCopySends"], c["SrcAvailSent"],
+                                    fmt(c["RxZeroCopyBytes"] / 1048576, 1))
+        failed = x["status"] != "ok"
+        out.append([size_name(x["size"]), x["name"],
+                    "FAILED" if failed else fmt(x["mbps"], 1),
+                    "FAILED" if failed else fmt(x["cpu_s_per_gib"], 1),
+                    fmt(x["vs_ib_write_bw"], 2), fmt(x["cpu_vs_copy"], 2), cnt])
+    return ("MSG_ZEROCOPY and receive zero-copy: afrdma-perf, one stream; "
+            "CPU s/GiB of the whole guest\n" +
+            table(["write", "path", "Mbit/s", "CPU s/GiB", "vs ib_write_bw",
+                   "CPU vs copy", "ZeroCopySends / SrcAvailSent / RxZeroCopy MiB"],
+                  out))
+
+
+def zc_targets(recs):
+    """Issue 5: at 256 KiB writes and above, each zero-copy path at 0.95
+    of ib_write_bw or more, and clearly (by a tenth or more) less CPU per
+    GiB than the copy path."""
+    t = []
+    for x in zc_rows(recs):
+        if x["size"] < 262144 or x["path"] == "copy":
+            continue
+        what = "%s, %s" % (x["name"], size_name(x["size"]))
+        r = x["vs_ib_write_bw"]
+        t.append({"target": "bandwidth vs ib_write_bw, " + what, "ratio": r,
+                  "goal": ">= 0.95", "met": None if r is None else r >= 0.95,
+                  "detail": "%s vs %s Mbit/s" % (fmt(x["mbps"], 1),
+                                                 fmt(x["ib_write_bw_mbps"], 1))})
+        r = x["cpu_vs_copy"]
+        c = zc_find(recs, "copy", x["size"])
+        t.append({"target": "CPU per GiB vs copy, " + what, "ratio": r,
+                  "goal": "<= 0.90", "met": None if r is None else r <= 0.90,
+                  "detail": "%s vs %s s/GiB" % (
+                      fmt(x["cpu_s_per_gib"], 1),
+                      fmt(c.get("cpu_s_per_gib") if c else None, 1))})
+    return t
 
 
 def targets(recs):
@@ -470,12 +587,12 @@ def rsockets_text(recs):
             table(["row", "measure", "afrdma", "rsockets", "ratio"], rows))
 
 
-def targets_text(t):
+def targets_text(t, title="Issue 4 targets, from this run"):
     rows = []
     for x in t:
         met = {True: "met", False: "NOT met", None: "no data"}[x["met"]]
         rows.append([x["target"], fmt(x["ratio"], 2), x["goal"], met, x["detail"]])
-    return "Issue 4 targets, from this run\n" + table(
+    return title + "\n" + table(
         ["target", "ratio", "goal", "", "measured"], rows)
 
 
@@ -489,9 +606,10 @@ def plot(recs, env, path):
     for tool, tr, p in row_keys(recs, "bw"):
         if p != 1 or tool == "sockperf":
             continue
+        tests = ("bw", "copy") if (tool, tr) == ("afrdma-perf", "af_rdma") else ("bw",)
         pts = [(r["size"], r["mbps"]) for r in recs
-               if (r["tool"], r["transport"], r["test"], r["streams"]) == (tool, tr, "bw", 1)
-               and r["status"] == "ok" and r.get("mbps")]
+               if (r["tool"], r["transport"], r["streams"]) == (tool, tr, 1)
+               and r["test"] in tests and r["status"] == "ok" and r.get("mbps")]
         if not pts:
             continue
         xs, ys = zip(*sorted(pts))
@@ -503,9 +621,17 @@ def plot(recs, env, path):
                   "rstream": ("-.", "v")}.get(tool, ("-", "o"))
         ax.plot(xs, ys, color=color, linestyle=ls, marker=mk,
                 label="%s %s" % (tool, TR_NAME[tr]))
+    for zp, name in ZC_PATHS[1:]:
+        pts = [(r["size"], r["mbps"]) for r in recs
+               if r["test"] == zp and r["status"] == "ok" and r.get("mbps")]
+        if pts:
+            xs, ys = zip(*sorted(pts))
+            ax.plot(xs, ys, color={"zc": "tab:purple", "rzc": "tab:red"}[zp],
+                    linestyle="--", marker="x", label="afrdma-perf afrdma " + name)
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
-    sizes = sorted({r["size"] for r in recs if r["test"] == "bw"})
+    sizes = sorted({r["size"] for r in recs
+                    if r["test"] in ("bw", "copy", "zc", "rzc")})
     ax.set_xticks(sizes)
     ax.set_xticklabels([size_name(s) for s in sizes])
     ax.set_xlabel("payload per send")
@@ -540,8 +666,9 @@ def plot(recs, env, path):
 
 
 def smoke(recs):
-    """make check: a case passes if its tool ran and gave a number.  rsockets
-    failing is rsockets' business (skipped); anything else failing is ours."""
+    """make check: a case passes if its tool ran and gave a number (and a
+    zero-copy case's counters show it took its path).  rsockets failing is
+    rsockets' business (skipped); anything else failing is ours."""
     p = f = s = 0
     for r in recs:
         name = "bench smoke: %s %s size %d streams %d" % (
@@ -571,7 +698,7 @@ def main():
     env = read_env(a.indir)
     try:
         recs = load(a.indir, int(env.get("cpus") or 1),
-                    int(env.get("idle_qps") or 0))
+                    int(env.get("idle_qps") or 0), env)
     except OSError as e:
         recs = []
         print("bench: %s" % e, file=sys.stderr)
@@ -584,8 +711,10 @@ def main():
     os.makedirs(a.outdir, exist_ok=True)
     text = report(recs, env)
     t = targets(recs)
-    tt = targets_text(t)
-    text += "\n" + rsockets_text(recs) + "\n"
+    zt = zc_targets(recs)
+    tt = targets_text(t) + "\n\n" + targets_text(
+        zt, "Issue 5 targets (256 KiB and up), from this run")
+    text += "\n" + rsockets_text(recs) + "\n\n" + zc_text(zc_rows(recs)) + "\n"
     print(text)
     print(tt)
     with open(os.path.join(a.outdir, "bench.md"), "w") as f:
@@ -596,6 +725,7 @@ def main():
                    "environment": TITLE_ENV, "active_mtu": env.get("active_mtu"),
                    "cpus": env.get("cpus"), "results": recs, "targets": t,
                    "rsockets": rsockets_rows(recs),
+                   "zerocopy": zc_rows(recs), "zerocopy_targets": zt,
                    "profile": open(prof).read() if os.path.exists(prof) else None},
                   f, indent=1)
     plot(recs, env, os.path.join(a.outdir, "bench.png"))
