@@ -406,6 +406,16 @@ if [ "$mode" != smoke ] && command -v "$perfbin" > /dev/null; then
 fi
 
 sysctl -qw net.afrdma.fallback=1
-sleep 2		# connections of the last runs close before the unload
-rmmod afrdma || { echo "bench: rmmod afrdma failed"; exit 1; }
+# Connections of the last runs close before the unload; a close with data
+# the peer has not taken may wait out afrdma's 10 s close timeout.
+for _ in $(seq 30); do
+	rmmod afrdma 2>/dev/null && break
+	sleep 1
+done
+if [ -d /sys/module/afrdma ]; then
+	echo "bench: rmmod afrdma failed; sockets left:"
+	cat /proc/net/afrdma
+	pgrep -a 'afrdma|iperf3|sockperf|rstream'
+	exit 1
+fi
 echo "bench: done, $id cases"
