@@ -474,11 +474,7 @@ out:
  */
 static bool afrdma_tx_zc_writable(const struct afrdma_conn *conn)
 {
-	return !READ_ONCE(conn->dead) && !READ_ONCE(conn->tx_pending) &&
-	       !READ_ONCE(conn->src) &&
-	       READ_ONCE(conn->tx_head) - READ_ONCE(conn->tx_tail) <
-			READ_ONCE(conn->tx_slots) &&
-	       READ_ONCE(conn->tx_credits) >= 2;
+	return !READ_ONCE(conn->tx_pending) && afrdma_tx_writable(conn);
 }
 
 static bool afrdma_send_ready(struct sock *sk, struct afrdma_conn *conn,
