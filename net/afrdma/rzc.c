@@ -190,6 +190,7 @@ static int afrdma_rzc_post_locked(struct afrdma_conn *conn,
 				  struct ubuf_info *uarg)
 {
 	struct ib_device *ibdev = conn->dev->ibdev;
+	const struct ib_send_wr *bad_wr;
 	struct afrdma_tx_slot *slot;
 	struct ib_send_wr send = {
 		.opcode		= IB_WR_SEND,
@@ -239,8 +240,16 @@ static int afrdma_rzc_post_locked(struct afrdma_conn *conn,
 	send.wr_cqe = &slot->cqe;
 	ib_dma_sync_single_for_device(ibdev, slot->dma, sge.length,
 				      DMA_TO_DEVICE);
-	if (ib_post_send(conn->qp, &reg.wr, NULL)) {
-		afrdma_rzc_unmap(conn, src);
+	if (ib_post_send(conn->qp, &reg.wr, &bad_wr)) {
+		/*
+		 * A REG_MR taken without its SEND still completes, on
+		 * src->reg_cqe: the region is the connection's, released by
+		 * teardown after the drain.
+		 */
+		if (bad_wr != &reg.wr)
+			conn->src = src;
+		else
+			afrdma_rzc_unmap(conn, src);
 		return -EPIPE;
 	}
 	src->uarg = uarg;
@@ -293,8 +302,11 @@ int afrdma_rzc_send(struct sock *sk, struct afrdma_conn *conn,
 	if (err)
 		goto out;
 	err = afrdma_rzc_post_locked(conn, src, uarg);
-	if (err == -EPIPE)
+	if (err == -EPIPE) {
 		conn->dead = true;
+		if (conn->src == src)
+			*srcp = NULL;
+	}
 	if (!err) {
 		*srcp = NULL;
 		err = src->len;
