@@ -17,7 +17,8 @@
 #               counters over the case)
 #   raw/ID.out  the client's stdout and stderr; raw/ID.srv the server's
 #   env.txt     kernel, active_mtu, CPUs, mode
-#   profile.txt perf report of one afrdma stream (full mode only)
+#   profile.txt perf reports of one afrdma stream and of 64 B ping-pong
+#               (full mode only)
 #
 # BENCH_MODE=smoke (for make check) runs a few tiny cases; anything else the
 # whole matrix.  Run from the repository root inside vm-run.
@@ -379,15 +380,22 @@ for s in "${SIZES[@]}"; do
 	[ "$mode" = smoke ] && break
 done
 
-# ---- a profile of one afrdma stream (full mode) ---------------------------
-if [ "$mode" != smoke ] && command -v "$perfbin" > /dev/null; then
+# ---- profiles of one afrdma stream and of ping-pong (full mode) -----------
+# profile WHAT CLIENT-ARGS...: perf record -a -g of one afrdma-perf client
+# run against a fresh server, reported into profile.txt under WHAT.
+profile()
+{
+	local what=$1
+	shift
+
 	next_port
 	start_server perf-profile ./tools/afrdma-perf server -a "$A" -p "$port"
 	"$perfbin" record -a -g -o /tmp/perf.data -- \
-		./tools/afrdma-perf client -a "$A" -p "$port" -s 64K -d 4 \
+		./tools/afrdma-perf client -a "$A" -p "$port" "$@" \
 		> "$raw/profile-run.out" 2>&1
 	stop_server
 	{
+		echo "==== $what: afrdma-perf client $*"
 		echo "== $(tail -n 1 "$raw/profile-run.out")"
 		echo "== by symbol, self"
 		"$perfbin" report -i /tmp/perf.data --stdio --no-children \
@@ -401,8 +409,13 @@ if [ "$mode" != smoke ] && command -v "$perfbin" > /dev/null; then
 		echo "== by module"
 		"$perfbin" report -i /tmp/perf.data --stdio --no-children \
 			--sort dso -g none --percent-limit 1 2>/dev/null | grep -v '^$'
-	} > "$out/profile.txt" 2>&1
-	echo "bench: profile in profile.txt"
+	} >> "$out/profile.txt" 2>&1
+}
+
+if [ "$mode" != smoke ] && command -v "$perfbin" > /dev/null; then
+	profile "one stream, 64 KiB writes" -s 64K -d 4
+	profile "64 B ping-pong" -m pingpong -s 64 -i 100000 -d 4
+	echo "bench: profiles in profile.txt"
 fi
 
 sysctl -qw net.afrdma.fallback=1
