@@ -170,6 +170,39 @@ TEST_F(conn, half_close)
 	ASSERT_EQ(0, memcmp(buf, "abc", 3));
 }
 
+/*
+ * An orderly close is no reset and no completion error, as a TCP close
+ * sends no RST, even when the closing side's disconnect flushes receives
+ * before the peer's FIN arrives: here the reader closes right after the
+ * answer, while the peer is still open.
+ */
+TEST_F(conn, clean_close_no_reset)
+{
+	long long resets, errors;
+	char buf[16];
+	int i;
+
+	/* Earlier tests' connections may still be going down. */
+	for (i = 0; i < 100 && rc_qps() > 2; i++)
+		usleep(100000);
+	resets = afrdma_stat("Resets");
+	errors = afrdma_stat("CompletionErrors");
+	ASSERT_EQ(0, shutdown(self->cfd, SHUT_WR));
+	ASSERT_EQ(0, recv(self->sfd, buf, sizeof(buf), 0));
+	ASSERT_EQ(3, send(self->sfd, "abc", 3, 0));
+	ASSERT_EQ(3, recv(self->cfd, buf, 3, MSG_WAITALL));
+	ASSERT_EQ(0, close(self->cfd));
+	self->cfd = -1;
+	ASSERT_EQ(0, close(self->sfd));
+	self->sfd = -1;
+	/* The flushes come before the QPs go. */
+	for (i = 0; i < 100 && rc_qps() > 0; i++)
+		usleep(100000);
+	ASSERT_EQ(0, rc_qps());
+	EXPECT_EQ(resets, afrdma_stat("Resets"));
+	EXPECT_EQ(errors, afrdma_stat("CompletionErrors"));
+}
+
 static volatile sig_atomic_t sigpipes;
 
 static void on_sigpipe(int sig)

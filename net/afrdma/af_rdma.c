@@ -705,8 +705,11 @@ static bool afrdma_close_done(struct sock *sk, struct afrdma_conn *conn)
 	       (READ_ONCE(conn->fin_sent) && afrdma_tx_idle(conn));
 }
 
-/* Sends FIN after the queued data and waits, bounded, for all of it. */
-static void afrdma_close_graceful(struct sock *sk, struct afrdma_conn *conn)
+/*
+ * Sends FIN after the queued data and waits, bounded, for all of it.
+ * True if it all went.
+ */
+static bool afrdma_close_graceful(struct sock *sk, struct afrdma_conn *conn)
 {
 	long timeo = sock_flag(sk, SOCK_LINGER) ? sk->sk_lingertime :
 						  AFRDMA_CLOSE_TIMEOUT;
@@ -726,6 +729,7 @@ static void afrdma_close_graceful(struct sock *sk, struct afrdma_conn *conn)
 		if (signal_pending(current))
 			break;
 	}
+	return afrdma_close_done(sk, conn) && !READ_ONCE(conn->dead);
 }
 
 static int afrdma_release(struct socket *sock)
@@ -752,8 +756,10 @@ static int afrdma_release(struct socket *sock)
 		 * reset, as in TCP.
 		 */
 		if (!READ_ONCE(conn->rx_bytes) &&
-		    !(sock_flag(sk, SOCK_LINGER) && !sk->sk_lingertime))
-			afrdma_close_graceful(sk, conn);
+		    !(sock_flag(sk, SOCK_LINGER) && !sk->sk_lingertime) &&
+		    afrdma_close_graceful(sk, conn))
+			/* The receives our disconnect flushes are no reset. */
+			afrdma_tx_stop(conn);
 		if (ars->cm_id)
 			rdma_disconnect(ars->cm_id);
 	}
