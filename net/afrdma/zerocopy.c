@@ -98,7 +98,6 @@ int afrdma_zc_begin(struct sock *sk, const struct afrdma_conn *conn,
 		    const struct msghdr *msg, size_t len,
 		    struct ubuf_info **uargp)
 {
-	int min = READ_ONCE(afrdma_net(sock_net(sk))->zerocopy_min);
 	struct ubuf_info *uarg;
 	bool zc;
 
@@ -106,7 +105,9 @@ int afrdma_zc_begin(struct sock *sk, const struct afrdma_conn *conn,
 	if (!(msg->msg_flags & MSG_ZEROCOPY) || !sock_flag(sk, SOCK_ZEROCOPY) ||
 	    !len)
 		return 0;
-	zc = conn && READ_ONCE(conn->zc_pages) && len >= min &&
+	/* The netns lookup only here: every copied send comes through. */
+	zc = conn && READ_ONCE(conn->zc_pages) &&
+	     len >= READ_ONCE(afrdma_net(sock_net(sk))->zerocopy_min) &&
 	     user_backed_iter(&msg->msg_iter);
 	uarg = msg_zerocopy_realloc(sk, zc ? len : 0, NULL);
 	if (!uarg)
