@@ -1,8 +1,9 @@
 # SPDX-License-Identifier: GPL-2.0
 #
-# Shared by the shell selftests: TAP result lines with a "# Totals" line
-# for selftests/run.sh, and a one-shot checksummed afrdma-perf stream.
-# Sourced from the repository root.
+# Shared by the shell selftests (and tools/testing/bench-guest.sh): TAP
+# result lines with a "# Totals" line for selftests/run.sh, a one-shot
+# checksummed afrdma-perf stream, and the module's unload.  Sourced from
+# the repository root.
 
 pass=0 fail=0 skip=0 xfail=0 n=0
 
@@ -61,6 +62,19 @@ rxe_sent_pkts()
 rc_qps()
 {
 	rdma resource show qp 2>/dev/null | grep -c 'type RC'
+}
+
+# unload_afrdma SECONDS: rmmod afrdma, tried once a second for up to
+# SECONDS while the last connections go down (a close with data the peer
+# has not taken may wait out afrdma's 10 s close timeout); fails if the
+# module is still loaded.
+unload_afrdma()
+{
+	for _ in $(seq "$1"); do
+		rmmod afrdma 2>/dev/null && return 0
+		sleep 1
+	done
+	[ ! -d /sys/module/afrdma ]
 }
 
 # qp_watch_start; ...; qp_watch_stop: sets $qp_max to the most RC QPs seen

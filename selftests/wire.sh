@@ -41,12 +41,6 @@ msg()
 	echo "# $*"
 }
 
-# RC QPs the RDMA core lists right now.
-rc_qps()
-{
-	rdma resource show qp 2>/dev/null | grep -c 'type RC'
-}
-
 # stat NAME: one of afrdma's counters (/proc/net/afrdma_stat).
 stat()
 {
@@ -417,15 +411,11 @@ peer_crash()
 	fi
 
 	# Teardown of the dead connection may take a moment.
-	for _ in $(seq 60); do
-		rmmod afrdma 2>/dev/null && break
-		sleep 1
-	done
-	if [ -e /sys/module/afrdma ]; then
+	if unload_afrdma 60; then
+		tap_result ok peer_crash_rmmod
+	else
 		msg "peer_crash: afrdma still loaded: $(cat /sys/module/afrdma/refcnt 2>/dev/null) references"
 		tap_result fail peer_crash_rmmod
-	else
-		tap_result ok peer_crash_rmmod
 	fi
 	if [ "$(rc_qps)" = "$base_qps" ]; then
 		tap_result ok peer_crash_qps_baseline

@@ -24,6 +24,7 @@
 # whole matrix.  Run from the repository root inside vm-run.
 set -u
 cd "$(dirname "$0")/../.." || exit 1
+. selftests/lib.sh
 
 out=${AFRDMA_OUTDIR:-/tmp}
 A=$AFRDMA_ADDR
@@ -419,13 +420,8 @@ if [ "$mode" != smoke ] && command -v "$perfbin" > /dev/null; then
 fi
 
 sysctl -qw net.afrdma.fallback=1
-# Connections of the last runs close before the unload; a close with data
-# the peer has not taken may wait out afrdma's 10 s close timeout.
-for _ in $(seq 30); do
-	rmmod afrdma 2>/dev/null && break
-	sleep 1
-done
-if [ -d /sys/module/afrdma ]; then
+# Connections of the last runs close before the unload.
+if ! unload_afrdma 30; then
 	echo "bench: rmmod afrdma failed; sockets left:"
 	cat /proc/net/afrdma
 	pgrep -a 'afrdma|iperf3|sockperf|rstream'
