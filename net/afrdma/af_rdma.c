@@ -729,7 +729,8 @@ static bool afrdma_close_graceful(struct sock *sk, struct afrdma_conn *conn)
 		if (signal_pending(current))
 			break;
 	}
-	return afrdma_close_done(sk, conn) && !READ_ONCE(conn->dead);
+	return !READ_ONCE(conn->dead) && READ_ONCE(conn->fin_sent) &&
+	       afrdma_tx_idle(conn);
 }
 
 static int afrdma_release(struct socket *sock)
