@@ -78,6 +78,7 @@ static int afrdma_init_sock(struct sock *sk)
 	INIT_LIST_HEAD(&ars->accept_node);
 	INIT_LIST_HEAD(&ars->accept_q);
 	afrdma_fb_timer_init(sk);
+	afrdma_cm_resolve_init(sk);
 	afrdma_diag_add(sk);
 	afrdma_zc_init(sk);
 	ars->fallback = READ_ONCE(afrdma_net(sock_net(sk))->fallback);
@@ -350,9 +351,7 @@ static int afrdma_connect(struct socket *sock, struct sockaddr *uaddr,
 		}
 		WRITE_ONCE(sk->sk_err, 0);
 		err = ars->tcp_only ? -ENODEV :
-		      rdma_resolve_addr(ars->cm_id, NULL,
-					(struct sockaddr *)&addr,
-					AFRDMA_RESOLVE_MS);
+		      afrdma_cm_resolve(sk);
 		if (err == -ENODEV || err == -EADDRNOTAVAIL)
 			err = -EHOSTUNREACH;
 		if (err && !ars->fallback)

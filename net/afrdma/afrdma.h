@@ -28,6 +28,8 @@
 #define AFRDMA_CTRL_SIZE	64	/* one header, cache-line spaced */
 #define AFRDMA_SLOT_SIZE	(16 * 1024)
 #define AFRDMA_RESOLVE_MS	2000
+/* Address resolution runs in steps this long, AFRDMA_RESOLVE_MS in all. */
+#define AFRDMA_RESOLVE_STEP_MS	100
 #define AFRDMA_TCP_OPTS		16
 #define AFRDMA_FALLBACK_TIMEOUT_MS	2000
 #define AFRDMA_MAX_CONNS	4096
@@ -316,6 +318,9 @@ struct afrdma_sock {
 	void			(*tcp_write_space)(struct sock *sk);
 	void			(*tcp_error_report)(struct sock *sk);
 	struct sockaddr_storage	daddr;		/* connect()'s peer */
+	/* Address resolution's next step (cm.c); socket lock */
+	unsigned long		resolve_end;	/* jiffies */
+	struct work_struct	resolve_work;
 	struct delayed_work	fb_timer;	/* RDMA setup deadline */
 	/* /proc/net/afrdma: under diag.c's list lock, not the socket lock */
 	struct list_head	diag_node;
@@ -431,6 +436,8 @@ void afrdma_fb_keepalive(struct sock *sk, int val);
 
 /* cm.c */
 int afrdma_cm_create_id(struct sock *sk);
+void afrdma_cm_resolve_init(struct sock *sk);
+int afrdma_cm_resolve(struct sock *sk);
 int afrdma_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev);
 
 /* conn.c */

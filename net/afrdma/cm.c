@@ -115,6 +115,73 @@ static int afrdma_cm_connect_failed(struct sock *sk, int err, int reason)
 	return 1;
 }
 
+/*
+ * connect()'s address resolution, in steps of AFRDMA_RESOLVE_STEP_MS.
+ * rdma_cm keeps a request that found no valid neighbour until its timeout,
+ * and a neighbour update wakes it early; but an ARP or ND reply handled
+ * before the request is queued (in the softirq of the solicitation's own
+ * send, on a fast wire) wakes nothing, and the whole timeout passes: as
+ * long as the fallback timeout, so such a connect went to TCP.  A step that
+ * times out with the neighbour valid resolves; one that finds none is
+ * started again until AFRDMA_RESOLVE_MS.  The socket is locked.
+ */
+int afrdma_cm_resolve(struct sock *sk)
+{
+	struct afrdma_sock *ars = afrdma_sk(sk);
+
+	ars->resolve_end = jiffies + msecs_to_jiffies(AFRDMA_RESOLVE_MS);
+	return rdma_resolve_addr(ars->cm_id, NULL,
+				 (struct sockaddr *)&ars->daddr,
+				 AFRDMA_RESOLVE_STEP_MS);
+}
+
+/*
+ * The next step, from afrdma's work queue: rdma_resolve_addr() cancels the
+ * id's last request synchronously, so the ADDR_ERROR handler, which runs
+ * in that request's work, must not call it.
+ */
+static void afrdma_cm_resolve_work(struct work_struct *work)
+{
+	struct afrdma_sock *ars = container_of(work, struct afrdma_sock,
+					       resolve_work);
+	struct sock *sk = &ars->inet.sk;
+	struct rdma_cm_id *id, *drop = NULL;
+
+	lock_sock(sk);
+	id = ars->cm_id;
+	if (id && sk->sk_state == TCP_SYN_SENT && !ars->conn &&
+	    ars->transport == AFRDMA_TRANSPORT_NONE &&
+	    rdma_resolve_addr(id, NULL, (struct sockaddr *)&ars->daddr,
+			      AFRDMA_RESOLVE_STEP_MS) &&
+	    afrdma_cm_connect_failed(sk, EHOSTUNREACH, AFRDMA_FB_NO_DEVICE))
+		drop = id;
+	release_sock(sk);
+	if (drop) {
+		rdma_destroy_id(drop);
+		sock_put(sk);
+	}
+	sock_put(sk);
+}
+
+void afrdma_cm_resolve_init(struct sock *sk)
+{
+	INIT_WORK(&afrdma_sk(sk)->resolve_work, afrdma_cm_resolve_work);
+}
+
+/* A step timed out: true if another is queued. */
+static bool afrdma_cm_resolve_again(struct sock *sk)
+{
+	struct afrdma_sock *ars = afrdma_sk(sk);
+
+	if (sk->sk_state != TCP_SYN_SENT || ars->conn ||
+	    time_after_eq(jiffies, ars->resolve_end))
+		return false;
+	sock_hold(sk);
+	if (!queue_work(afrdma_wq, &ars->resolve_work))
+		sock_put(sk);
+	return true;
+}
+
 static int afrdma_cm_route_resolved(struct sock *sk, struct rdma_cm_id *id)
 {
 	struct afrdma_sock *ars = afrdma_sk(sk);
@@ -212,6 +279,8 @@ static int afrdma_cm_event(struct sock *sk, struct rdma_cm_id *id,
 	case RDMA_CM_EVENT_ROUTE_RESOLVED:
 		return afrdma_cm_route_resolved(sk, id);
 	case RDMA_CM_EVENT_ADDR_ERROR:
+		if (ev->status == -ETIMEDOUT && afrdma_cm_resolve_again(sk))
+			break;
 		return afrdma_cm_connect_failed(sk, EHOSTUNREACH,
 						AFRDMA_FB_NO_DEVICE);
 	case RDMA_CM_EVENT_ROUTE_ERROR:
