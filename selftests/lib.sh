@@ -26,6 +26,19 @@ tap_totals()
 	echo "# Totals: pass:$pass fail:$fail xfail:$xfail xpass:0 skip:$skip error:0"
 }
 
+# test_mark start|end NAME: where a test begins and ends, for the failure
+# digest of "make check" (tools/testing/digest.py): on the console, as a
+# line vm-run's stream hides and its console.log keeps (it names the test
+# a hung guest was running), and in the kernel log, to cut out the kernel
+# lines logged while the test ran.  Outside a guest /dev/kmsg may not be
+# writable; that is no error.
+test_mark()
+{
+	echo "AFRDMA-VM-TEST=$1 $2"
+	echo "afrdma-test: $1 $2" 2>/dev/null > /dev/kmsg
+	return 0
+}
+
 # perf_stream ADDR BYTES: one server connection, one checksummed stream;
 # sets $out (both sides' output) and $rc (0 only if both ends succeeded
 # and the checksums matched).

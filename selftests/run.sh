@@ -6,6 +6,7 @@
 # $AFRDMA_OUTDIR/summary.  Run from the repository root inside vm-run.
 set -u
 cd "$(dirname "$0")/.."
+. selftests/lib.sh
 
 ko=${1:-build/$AFRDMA_KREL/net/afrdma/afrdma.ko}
 out=${AFRDMA_OUTDIR:-/tmp}
@@ -18,12 +19,23 @@ summary()
 }
 
 # Runs one TAP-emitting test program and adds up its "# Totals" line.
+# Its verdict lines come before its end mark, inside its window.
 run()
+{
+	local name=$1
+	shift
+
+	echo "# ===== $name"
+	test_mark start "$name"
+	run_tap "$name" "$@"
+	test_mark end "$name"
+}
+
+run_tap()
 {
 	local name=$1 log totals p f s x rc
 	shift
 
-	echo "# ===== $name"
 	log=$(mktemp)
 	"$@" 2>&1 | tee "$log"
 	rc=${PIPESTATUS[0]}
@@ -49,16 +61,20 @@ run()
 # One result outside the TAP programs.
 check()
 {
-	local name=$1
+	local name=$1 rc=0
 	shift
 
+	test_mark start "$name"
 	if "$@"; then
 		echo "ok - $name"
 		pass=$((pass + 1))
 	else
 		echo "not ok - $name"
 		fail=$((fail + 1))
+		rc=1
 	fi
+	test_mark end "$name"
+	return $rc
 }
 
 if ! check "insmod $ko" insmod "$ko"; then

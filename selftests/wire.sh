@@ -465,10 +465,39 @@ peer_crash()
 	fi
 }
 
+# B boots at about the same time; give it the time a boot can take.
+peer_ready()
+{
+	local t=$SECONDS
+
+	while ((SECONDS - t < 180)); do
+		if ctl hello; then
+			msg "B answered after $((SECONDS - t)) s"
+			tap_result ok peer_ready
+			return 0
+		fi
+		sleep 1
+	done
+	tap_result fail peer_ready
+	return 1
+}
+
+# a_test NAME COMMAND...: run one of A's tests between its marks (lib.sh's
+# test_mark), for make check's failure digest.
+a_test()
+{
+	local name=$1 rc
+	shift
+
+	test_mark start "$name"
+	"$@"
+	rc=$?
+	test_mark end "$name"
+	return $rc
+}
+
 role_a()
 {
-	local ready='' t
-
 	echo "TAP version 13"
 	echo "1..13"
 	base_qps=$(rc_qps)
@@ -477,23 +506,11 @@ role_a()
 		return 1
 	fi
 	msg "wire: $nic $(cat "/sys/class/net/$nic/mtu") bytes, rxe0 active_mtu $(ibv_devinfo -d rxe0 2>/dev/null | sed -n 's/.*active_mtu:[[:space:]]*//p')"
-	# B boots at about the same time; give it the time a boot can take.
-	t=$SECONDS
-	while ((SECONDS - t < 180)); do
-		ctl hello && { ready=y; break; }
-		sleep 1
-	done
-	if [ -n "$ready" ]; then
-		msg "B answered after $((SECONDS - t)) s"
-		tap_result ok peer_ready
-	else
-		tap_result fail peer_ready
-		return 1
-	fi
+	a_test peer_ready peer_ready || return 1
 
-	xfer clean_wire "$size"
-	xfer clean_wire_ipv6 1M "$AFRDMA_PEER6" $((data_port + 1))
-	fresh_neighbour
+	a_test clean_wire xfer clean_wire "$size"
+	a_test clean_wire_ipv6 xfer clean_wire_ipv6 1M "$AFRDMA_PEER6" $((data_port + 1))
+	a_test fresh_neighbour_connects fresh_neighbour
 
 	netem_skip=
 	if ! modprobe sch_netem 2>/dev/null; then
@@ -501,17 +518,17 @@ role_a()
 	elif ! command -v tc > /dev/null; then
 		netem_skip="no tc (iproute2)"
 	fi
-	netem_xfer netem_loss_1pct loss 1%
+	a_test netem_loss_1pct netem_xfer netem_loss_1pct loss 1%
 	# netem reorders only delayed packets: 2% go at once, the rest wait 5 ms.
-	netem_xfer netem_reorder delay 5ms reorder 2% 50%
-	netem_xfer netem_delay_20ms delay 20ms
+	a_test netem_reorder netem_xfer netem_reorder delay 5ms reorder 2% 50%
+	a_test netem_delay_20ms netem_xfer netem_delay_20ms delay 20ms
 
-	wire_outage
-	link_down
+	a_test wire_outage_5s wire_outage
+	a_test link_down_5s link_down
 	# The wire carries RDMA again after the link came back.
-	xfer after_link_down 1M
+	a_test after_link_down xfer after_link_down 1M
 
-	peer_crash
+	a_test peer_crash peer_crash
 }
 
 crashed=

@@ -131,6 +131,8 @@ run_case()
 
 	shift 6
 	id=$((id + 1))
+	# Named as bench-report.py's smoke verdict names it, "(case ID)".
+	test_mark start "case $id"
 	[ -n "$CASE_STAT" ] && zstat ZS0
 	idle; w0=$EPOCHREALTIME i0=$IDLE
 	timeout -k 5 "$TMO" "$@" > "$raw/$id.out" 2>&1 &
@@ -159,6 +161,7 @@ run_case()
 		"$i0" "$i1" "$i2" "$i3" "$w0" "$w1" "$w2" "$w3" "$alive" >> "$out/cases.tsv"
 	printf '%s\n' "qps=$QPS$extra" >> "$out/cases.tsv"
 	echo "bench: $id $tool $tr $test size=$size streams=$streams rc=$rc"
+	test_mark end "case $id"
 }
 
 # A server for the cases that follow: start_server NAME CMD...; its output

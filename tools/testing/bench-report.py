@@ -680,7 +680,7 @@ def smoke(recs):
             print("ok - %s # SKIP rsockets failed: %s" % (name, r["error"]))
             s += 1
         else:
-            print("not ok - %s: %s" % (name, r["error"]))
+            print("not ok - %s (case %d): %s" % (name, r["id"], r["error"]))
             f += 1
     if not recs:
         print("not ok - bench smoke: no case ran")
