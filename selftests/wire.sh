@@ -245,7 +245,7 @@ xfer()
 # such a connect waited out the whole resolve timeout and went to TCP.
 fresh_neighbour()
 {
-	local name=fresh_neighbour_connects i fam bad=0 n=0
+	local name=fresh_neighbour_connects i fam bad=0 tries=0
 
 	for i in $(seq "${AFRDMA_NEIGH_CONNECTS:-15}"); do
 		for fam in 4 6; do
@@ -259,14 +259,14 @@ fresh_neighbour()
 			src=$?
 			sout=$(<"$slog")
 			rm -f "$slog"
-			n=$((n + 1))
+			tries=$((tries + 1))
 			stream_ok && continue
 			bad=$((bad + 1))
 			msg "$name: connect $i over IPv$fam, $((SECONDS - st0)) s:"
 			echo "$sout" | sed 's/^/#   /'
 		done
 	done
-	msg "$name: $((n - bad)) of $n connects on RDMA"
+	msg "$name: $((tries - bad)) of $tries connects on RDMA"
 	if [ "$bad" = 0 ]; then
 		tap_result ok "$name"
 	else
