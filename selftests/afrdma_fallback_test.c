@@ -104,6 +104,7 @@ FIXTURE(fb) {
 	int lfd, cfd, sfd;
 	unsigned short port;
 	int saved_fallback;
+	int saved_timeout;
 };
 
 FIXTURE_VARIANT(fb) {
@@ -121,6 +122,8 @@ FIXTURE_SETUP(fb)
 	self->lfd = self->cfd = self->sfd = -1;
 	self->saved_fallback = afrdma_sysctl("fallback", -1);
 	ASSERT_EQ(1, self->saved_fallback) TH_LOG("net.afrdma.fallback is not on by default");
+	self->saved_timeout = afrdma_sysctl("fallback_timeout_ms", -1);
+	ASSERT_LT(0, self->saved_timeout);
 	ASSERT_EQ(0, setup_dummy());
 	/* The wildcard address: both rxe0's address and the dummy's. */
 	self->lfd = afrdma_listen_on(variant->t, variant->v6 ? "::" : "0.0.0.0",
@@ -131,6 +134,7 @@ FIXTURE_SETUP(fb)
 FIXTURE_TEARDOWN(fb)
 {
 	afrdma_sysctl("fallback", self->saved_fallback);
+	afrdma_sysctl("fallback_timeout_ms", self->saved_timeout);
 	if (self->sfd >= 0)
 		close(self->sfd);
 	if (self->cfd >= 0)
@@ -417,6 +421,32 @@ TEST_F(fb, off)
 	ASSERT_EQ(ECONNREFUSED, errno);
 	close(fd);
 	ASSERT_EQ(-1, afrdma_sysctl("fallback", 2)) TH_LOG("out of range accepted");
+}
+
+/*
+ * AFRDMA_FALLBACK=0 holds however long RDMA takes: a connect that outlasts
+ * fallback_timeout_ms stays on RDMA and ends with RDMA's error, never on
+ * TCP.  Nobody answers the peer address on rxe0's subnet, so address
+ * resolution takes its whole 2 s, twenty times the timeout set here.
+ */
+TEST_F(fb, off_outlasts_timeout)
+{
+	long long timeouts = afrdma_stat("FallbackTimeout");
+	struct sockaddr_storage ss;
+	int fd, zero = 0;
+	socklen_t len;
+
+	ASSERT_LE(0, timeouts);
+	ASSERT_EQ(100, afrdma_sysctl("fallback_timeout_ms", 100));
+	len = afrdma_make_addr(&ss, variant->v6 ? "fd99::77" : "10.99.0.77", self->port);
+	fd = afrdma_socket(variant->t, ss.ss_family, 0);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, setsockopt(fd, SOL_RDMA, AFRDMA_FALLBACK, &zero, sizeof(zero)));
+	EXPECT_EQ(-1, connect(fd, (struct sockaddr *)&ss, len));
+	EXPECT_TRUE(errno == EHOSTUNREACH || errno == ENETUNREACH) TH_LOG("%s", strerror(errno));
+	EXPECT_EQ(AFRDMA_TRANSPORT_NONE, rdma_opt(fd, AFRDMA_TRANSPORT));
+	EXPECT_EQ(timeouts, afrdma_stat("FallbackTimeout"));
+	close(fd);
 }
 
 /*

@@ -358,10 +358,12 @@ static int afrdma_connect(struct socket *sock, struct sockaddr *uaddr,
 			goto out;
 		sk->sk_state = TCP_SYN_SENT;
 		sock->state = SS_CONNECTING;
-		if (!err)
+		if (err) {
+			if (afrdma_fb_connect(sk, AFRDMA_FB_NO_DEVICE))
+				goto failed;
+		} else if (ars->fallback) {
 			afrdma_fb_timer_start(sk);
-		else if (afrdma_fb_connect(sk, AFRDMA_FB_NO_DEVICE))
-			goto failed;
+		}
 		err = -EINPROGRESS;
 		break;
 	default:

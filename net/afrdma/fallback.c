@@ -333,8 +333,10 @@ static void afrdma_fb_timeout(struct work_struct *work)
 	struct rdma_cm_id *id = NULL;
 
 	lock_sock(sk);
+	/* AFRDMA_FALLBACK may have been turned off since connect(). */
 	if (sk->sk_state == TCP_SYN_SENT && !sock_flag(sk, SOCK_DEAD) &&
-	    ars->transport == AFRDMA_TRANSPORT_NONE && ars->cm_id) {
+	    ars->fallback && ars->transport == AFRDMA_TRANSPORT_NONE &&
+	    ars->cm_id) {
 		/* The cm handler ignores events for an id that is not ours. */
 		id = ars->cm_id;
 		ars->cm_id = NULL;
@@ -355,7 +357,10 @@ void afrdma_fb_timer_init(struct sock *sk)
 	INIT_DELAYED_WORK(&afrdma_sk(sk)->fb_timer, afrdma_fb_timeout);
 }
 
-/* RDMA gets fallback_timeout_ms to come up before TCP takes over. */
+/*
+ * RDMA gets fallback_timeout_ms to come up before TCP takes over.  Only for
+ * a socket that may fall back: without, RDMA's own errors end a connect.
+ */
 void afrdma_fb_timer_start(struct sock *sk)
 {
 	unsigned int ms = READ_ONCE(afrdma_net(sock_net(sk))->fallback_timeout_ms);
