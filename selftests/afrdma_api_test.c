@@ -6,6 +6,7 @@
  * and signals.  Runs on AF_RDMA over IPv4 and IPPROTO_RDMA over IPv6.
  */
 #include <fcntl.h>
+#include <net/if.h>
 #include <linux/sockios.h>
 #include <netinet/tcp.h>
 #include <poll.h>
@@ -1044,6 +1045,144 @@ TEST_F(mapped, v4_mapped)
 	ASSERT_EQ(port, ntohs(peer.sin6_port));
 	ASSERT_EQ(2, send(self->cfd, "v4", 2, 0));
 	ASSERT_EQ(2, recv(self->sfd, buf, 2, MSG_WAITALL));
+}
+
+/*
+ * Users of a multicast group on any device, from /proc/net/@file (igmp or
+ * igmp6), where @group is spelled as that file does: the count follows it.
+ */
+static int group_users(const char *file, const char *group)
+{
+	char path[64], line[256], *p;
+	int users = 0, n;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/net/%s", file);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f)) {
+		p = strstr(line, group);
+		if (p && sscanf(p + strlen(group), "%d", &n) == 1)
+			users += n;
+	}
+	fclose(f);
+	return users;
+}
+
+/*
+ * Multicast memberships, as TCP answers them: IP_ADD_MEMBERSHIP and
+ * IPV6_ADD_MEMBERSHIP fail with EPROTO.  afrdma refuses the MCAST_* joins
+ * too (TCP takes those), because nothing would drop the membership at
+ * close: every join outlived its socket before.
+ */
+TEST(ip_memberships_as_tcp)
+{
+	const enum afrdma_transport kinds[] = {
+		AFRDMA_T_TCP, AFRDMA_T_FAMILY, AFRDMA_T_IPPROTO,
+	};
+	unsigned int ifindex = if_nametoindex("va");
+	struct group_req greq = { .gr_interface = ifindex };
+	struct sockaddr_in *gsin = (struct sockaddr_in *)&greq.gr_group;
+	struct sockaddr_in6 *gsin6 = (struct sockaddr_in6 *)&greq.gr_group;
+	struct ipv6_mreq mreq6 = { .ipv6mr_interface = ifindex };
+	struct ip_mreqn mreq = { .imr_ifindex = ifindex };
+	unsigned int i, k;
+	int fd, ret, users4, users6;
+
+	ASSERT_TRUE(ifindex != 0) TH_LOG("no va: run under tools/testing/vm-run");
+	/* Leaks of an earlier module stay: count from here. */
+	users4 = group_users("igmp", "030201EF");
+	users6 = group_users("igmp6", "ff150000000000000000000100020003");
+	ASSERT_LE(0, users4);
+	ASSERT_LE(0, users6);
+	mreq.imr_multiaddr.s_addr = htonl(0xef010203);	/* 239.1.2.3 */
+	inet_pton(AF_INET6, "ff15::1:2:3", &mreq6.ipv6mr_multiaddr);
+
+	for (k = 0; k < ARRAY_SIZE(kinds); k++) {
+		fd = afrdma_socket(kinds[k], AF_INET, 0);
+		ASSERT_LE(0, fd);
+		EXPECT_EQ(-1, setsockopt(fd, SOL_IP, IP_ADD_MEMBERSHIP, &mreq, sizeof(mreq)));
+		EXPECT_EQ(EPROTO, errno) TH_LOG("%s: %s", afrdma_transport_name(kinds[k]),
+						strerror(errno));
+		close(fd);
+		if (kinds[k] == AFRDMA_T_FAMILY)
+			continue;	/* SOL_IPV6 has IPV6_V6ONLY only */
+		fd = afrdma_socket(kinds[k], AF_INET6, 0);
+		ASSERT_LE(0, fd);
+		EXPECT_EQ(-1, setsockopt(fd, SOL_IPV6, IPV6_ADD_MEMBERSHIP, &mreq6,
+					 sizeof(mreq6)));
+		EXPECT_EQ(EPROTO, errno) TH_LOG("%s: %s", afrdma_transport_name(kinds[k]),
+						strerror(errno));
+		close(fd);
+	}
+
+	/* Every afrdma socket kind: refused, and nothing left behind. */
+	for (i = 0; i < 1000; i++) {
+		k = 1 + i % 2;
+		fd = afrdma_socket(kinds[k], AF_INET, 0);
+		ASSERT_LE(0, fd);
+		gsin->sin_family = AF_INET;
+		gsin->sin_addr = mreq.imr_multiaddr;
+		ret = setsockopt(fd, SOL_IP, MCAST_JOIN_GROUP, &greq, sizeof(greq));
+		EXPECT_EQ(-1, ret);
+		ret = setsockopt(fd, SOL_IP, IP_ADD_MEMBERSHIP, &mreq, sizeof(mreq));
+		EXPECT_EQ(-1, ret);
+		close(fd);
+		fd = afrdma_socket(AFRDMA_T_IPPROTO, AF_INET6, 0);
+		ASSERT_LE(0, fd);
+		memset(&greq.gr_group, 0, sizeof(greq.gr_group));
+		gsin6->sin6_family = AF_INET6;
+		gsin6->sin6_addr = mreq6.ipv6mr_multiaddr;
+		ret = setsockopt(fd, SOL_IPV6, MCAST_JOIN_GROUP, &greq, sizeof(greq));
+		EXPECT_EQ(-1, ret);
+		ret = setsockopt(fd, SOL_IPV6, IPV6_JOIN_ANYCAST, &mreq6, sizeof(mreq6));
+		EXPECT_EQ(-1, ret);
+		close(fd);
+		if (ret != -1)
+			break;
+	}
+	/* /proc/net/igmp prints the group in host order, igmp6 in hex. */
+	EXPECT_EQ(users4, group_users("igmp", "030201EF"));
+	EXPECT_EQ(users6, group_users("igmp6", "ff150000000000000000000100020003"));
+}
+
+/*
+ * IP_OPTIONS is kept and read back as on TCP, and freed with the socket:
+ * AF_RDMA's sockets leaked it (kmemleak sees the loop under make
+ * check-debug).
+ */
+TEST(ip_options_kept_and_freed)
+{
+	const enum afrdma_transport kinds[] = { AFRDMA_T_FAMILY, AFRDMA_T_IPPROTO };
+	/* NOP, NOP, then end of list: the smallest non-empty option block. */
+	const unsigned char opts[4] = { 1, 1, 0, 0 };
+	unsigned char back[40], tcp[40];
+	socklen_t len, tcp_len = sizeof(tcp);
+	unsigned int i, k;
+	int fd;
+
+	/* What TCP reads back, to compare with. */
+	fd = socket(AF_INET, SOCK_STREAM, 0);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, setsockopt(fd, SOL_IP, IP_OPTIONS, opts, sizeof(opts)));
+	ASSERT_EQ(0, getsockopt(fd, SOL_IP, IP_OPTIONS, tcp, &tcp_len));
+	close(fd);
+
+	for (i = 0; i < 2000; i++) {
+		k = i % 2;
+		fd = afrdma_socket(kinds[k], AF_INET, 0);
+		ASSERT_LE(0, fd);
+		ASSERT_EQ(0, setsockopt(fd, SOL_IP, IP_OPTIONS, opts, sizeof(opts)))
+			TH_LOG("%s: %s", afrdma_transport_name(kinds[k]), strerror(errno));
+		if (i < 2) {
+			len = sizeof(back);
+			ASSERT_EQ(0, getsockopt(fd, SOL_IP, IP_OPTIONS, back, &len));
+			EXPECT_EQ(tcp_len, len);
+			EXPECT_EQ(0, memcmp(tcp, back, tcp_len));
+		}
+		close(fd);
+	}
 }
 
 TEST_HARNESS_MAIN

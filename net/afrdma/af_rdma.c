@@ -61,6 +61,9 @@ static void afrdma_sk_destruct(struct sock *sk)
 	afrdma_diag_del(sk);
 	/* AF_RDMA's base destructor is not inet's, which would purge it. */
 	skb_queue_purge(&sk->sk_error_queue);
+	/* Nor free what IP_OPTIONS keeps: inet_sock_destruct() does that. */
+	if (sk->sk_family == afrdma_family)
+		kfree(rcu_dereference_protected(inet_sk(sk)->inet_opt, 1));
 	if (ars->conn) {
 		WARN_ON_ONCE(!ars->conn->torn);
 		afrdma_conn_free(ars->conn);

@@ -306,6 +306,40 @@ static bool afrdma_has_ipv6(const struct sock *sk)
 	return IS_ENABLED(CONFIG_IPV6) && sk->sk_family == AF_INET6;
 }
 
+/*
+ * Joining a multicast or anycast group.  TCP refuses IP_ADD_MEMBERSHIP and
+ * IPV6_ADD_MEMBERSHIP with EPROTO; afrdma refuses every way to join, the
+ * MCAST_* ones too, because only inet_release() and inet6_release() drop a
+ * socket's memberships (ip_mc_drop_socket(), ipv6_sock_mc_close(), neither
+ * exported), and afrdma's sockets are released by afrdma_release().  A
+ * stream socket has no use for a group.
+ */
+static bool afrdma_ip_membership(int level, int optname)
+{
+	switch (optname) {
+	case MCAST_JOIN_GROUP:
+	case MCAST_LEAVE_GROUP:
+	case MCAST_JOIN_SOURCE_GROUP:
+	case MCAST_LEAVE_SOURCE_GROUP:
+	case MCAST_BLOCK_SOURCE:
+	case MCAST_UNBLOCK_SOURCE:
+	case MCAST_MSFILTER:
+		return true;
+	}
+	if (level == SOL_IP)
+		return optname == IP_ADD_MEMBERSHIP ||
+		       optname == IP_DROP_MEMBERSHIP ||
+		       optname == IP_ADD_SOURCE_MEMBERSHIP ||
+		       optname == IP_DROP_SOURCE_MEMBERSHIP ||
+		       optname == IP_BLOCK_SOURCE ||
+		       optname == IP_UNBLOCK_SOURCE ||
+		       optname == IP_MSFILTER;
+	return optname == IPV6_ADD_MEMBERSHIP ||
+	       optname == IPV6_DROP_MEMBERSHIP ||
+	       optname == IPV6_JOIN_ANYCAST ||
+	       optname == IPV6_LEAVE_ANYCAST;
+}
+
 int afrdma_setsockopt(struct socket *sock, int level, int optname,
 		      sockptr_t optval, unsigned int optlen)
 {
@@ -326,6 +360,9 @@ int afrdma_setsockopt(struct socket *sock, int level, int optname,
 		return afrdma_fb_setsockopt(sock, level, optname, optval,
 					    optlen);
 
+	if ((level == SOL_IP || level == SOL_IPV6) &&
+	    afrdma_ip_membership(level, optname))
+		return -EPROTO;
 	switch (level) {
 	case SOL_TCP:
 		return afrdma_set_tcp(sk, optname, optval, optlen);
