@@ -10,6 +10,16 @@
 
 #include "afrdma.h"
 
+/*
+ * Test knob, 0 but in tests: the SEND counters of new connections start
+ * here, so that a test reaches their wrap at 2^32 in a few SENDs.
+ */
+static unsigned int afrdma_debug_counter_start;
+module_param_named(debug_counter_start, afrdma_debug_counter_start, uint,
+		   0644);
+MODULE_PARM_DESC(debug_counter_start,
+		 "test knob: SEND counters of new connections start here (default 0)");
+
 static void afrdma_qp_event(struct ib_event *ev, void *ctx)
 {
 	struct afrdma_conn *conn = ctx;
@@ -340,7 +350,7 @@ struct afrdma_conn *afrdma_conn_create(struct sock *sk, struct rdma_cm_id *id,
 				       bool grow)
 {
 	struct afrdma_net *an = afrdma_net(sock_net(sk));
-	unsigned int rx, tx, initial;
+	unsigned int rx, tx, initial, start;
 	struct afrdma_conn *conn;
 	int err;
 
@@ -356,6 +366,11 @@ struct afrdma_conn *afrdma_conn_create(struct sock *sk, struct rdma_cm_id *id,
 	}
 	conn->sk = sk;
 	conn->cm_id = id;
+	start = READ_ONCE(afrdma_debug_counter_start);
+	conn->tx_head = start;
+	conn->tx_tail = start;
+	conn->ctrl_head = start;
+	conn->ctrl_tail = start;
 	afrdma_ka_init(conn);
 	afrdma_conn_size(conn, sk);
 	initial = READ_ONCE(an->initial_slots);
