@@ -144,6 +144,7 @@ clean:
 	-[ -f "$(KDIR)/Makefile" ] && $(MAKE) -C "$(KDIR)" M="$(CURDIR)" clean
 	$(MAKE) -C selftests clean
 	$(MAKE) -C tools/testing/fuzz clean
+	$(MAKE) -C tools/testing/ring clean
 	rm -f $(TOOLS) $(HOSTILE) $(COMPAT_H)
 	rm -rf build
 

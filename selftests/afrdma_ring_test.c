@@ -7,7 +7,7 @@
  * sizes come from /proc/net/afrdma.
  */
 #include <errno.h>
-#include <netinet/tcp.h>
+#include <linux/tcp.h>
 #include <pthread.h>
 #include <sys/socket.h>
 
@@ -45,6 +45,11 @@ FIXTURE_SETUP(ring)
 
 FIXTURE_TEARDOWN(ring)
 {
+	/* What a test changed, back for the next one. */
+	afrdma_sysctl("initial_slots", self->initial);
+	afrdma_sysctl("rx_slots", self->rx_max);
+	afrdma_sysctl("tx_slots", self->tx_max);
+	afrdma_param_set("debug_counter_start", 0);
 	if (self->cfd >= 0)
 		close(self->cfd);
 	if (self->sfd >= 0)
@@ -404,7 +409,7 @@ TEST_F(ring, credits_small_rings)
 		int a = side ? self->sfd : self->cfd;
 		int b = side ? self->cfd : self->sfd;
 
-		ASSERT_EQ(0, setsockopt(b, SOL_TCP, TCP_NODELAY, &one, sizeof(one)));
+		ASSERT_EQ(0, setsockopt(b, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)));
 		ASSERT_EQ(0, setsockopt(b, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)));
 		ASSERT_EQ(0, setsockopt(a, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)));
 		/* One SEND each, into the three buffers a data message may take. */
@@ -440,7 +445,7 @@ TEST_F(ring, credits_after_credit_return)
 	ASSERT_LE(0, fd);
 	ASSERT_EQ(0, pair(_metadata, self, fd));
 	for (k = 0; k < 2; k++) {
-		ASSERT_EQ(0, setsockopt(k ? self->sfd : self->cfd, SOL_TCP,
+		ASSERT_EQ(0, setsockopt(k ? self->sfd : self->cfd, IPPROTO_TCP,
 					TCP_NODELAY, &one, sizeof(one)));
 		ASSERT_EQ(0, setsockopt(k ? self->sfd : self->cfd, SOL_SOCKET,
 					SO_SNDTIMEO, &tv, sizeof(tv)));
@@ -477,6 +482,98 @@ TEST_F(ring, initial_slots)
 	r = rings_of(_metadata, self->sfd);
 	EXPECT_EQ(self->rx_max, r.rx);
 	transfer(_metadata, self->cfd, self->sfd, BULK / 4, BULK / 4);
+}
+
+/* SENDs of data and of control messages posted, from TCP_INFO. */
+static void sends(struct __test_metadata *_metadata, int fd,
+		  unsigned int *data, unsigned int *ctrl)
+{
+	struct tcp_info ti = {};
+	socklen_t len = sizeof(ti);
+
+	ASSERT_EQ(0, getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len));
+	*data = ti.tcpi_data_segs_out;
+	*ctrl = ti.tcpi_segs_out - ti.tcpi_data_segs_out;
+}
+
+/* One connection's rings, its SEND counters from 2^32 - @back. */
+struct wrap_cfg {
+	unsigned int	initial, max, sndbuf;	/* slots; sndbuf: SO_SNDBUF */
+};
+
+static void wrap_run(struct __test_metadata *_metadata,
+		     FIXTURE_DATA(ring) *self, const struct wrap_cfg *cfg,
+		     unsigned int back)
+{
+	unsigned int k, data, ctrl, start = 0U - back;
+	struct afrdma_rings r;
+	int fd;
+
+	ASSERT_EQ(0, afrdma_param_set("debug_counter_start", start))
+		TH_LOG("no debug_counter_start knob: %s", strerror(errno));
+	ASSERT_EQ((int)cfg->max, afrdma_sysctl("rx_slots", cfg->max));
+	ASSERT_EQ((int)cfg->max, afrdma_sysctl("tx_slots", cfg->max));
+	ASSERT_EQ((int)cfg->initial,
+		  afrdma_sysctl("initial_slots", cfg->initial));
+	fd = sized_socket(0, cfg->sndbuf * SLOT, false);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, pair(_metadata, self, fd));
+	transfer(_metadata, self->cfd, self->sfd, BULK / 4, 0);
+	transfer(_metadata, self->cfd, self->sfd, 0, BULK / 4);
+	transfer(_metadata, self->cfd, self->sfd, BULK / 4, BULK / 4);
+	for (k = 0; k < 2; k++) {
+		fd = k ? self->sfd : self->cfd;
+		r = rings_of(_metadata, fd);
+		sends(_metadata, fd, &data, &ctrl);
+		TH_LOG("initial %u max %u sndbuf %u, from 2^32-%u, %s: rx %u/%u tx %u/%u, %u data and %u control SENDs",
+		       cfg->initial, cfg->max, cfg->sndbuf, back,
+		       k ? "server" : "client", r.rx, r.rx_max, r.tx,
+		       r.tx_max, data - start, ctrl - start);
+		EXPECT_EQ(!k && cfg->sndbuf ? cfg->sndbuf : cfg->max, r.tx_max);
+		/*
+		 * Past 2^32.  Control SENDs (credit returns) are rarer, the
+		 * more so the larger the ring: checked from 2^32-5 on small
+		 * rings only, where these streams take more than 10.
+		 */
+		EXPECT_LE(back, data - start);
+		if (back <= 8 && cfg->max <= 32)
+			EXPECT_LE(back, ctrl - start);
+	}
+	close(self->cfd);
+	close(self->sfd);
+	self->cfd = -1;
+	self->sfd = -1;
+}
+
+/*
+ * Ring indices across the wrap of the 32-bit SEND counters, for ring sizes
+ * the sysctls and SO_SNDBUF allow: powers of two and not, fixed, doubled,
+ * and grown partly to a bound that is no double.  counter % size would
+ * reuse, at 2^32, the buffer of the SEND 2^32 % size before, still in
+ * flight: only 1 before for 5 and 17.  The counters start just below 2^32
+ * (the module's test knob): 100 SENDs before, when the rings have
+ * settled, and 29 and 5 before, while they still grow, 5 also so that the
+ * rarer control messages cross it.  Streams one way, the other and both
+ * at once must arrive intact, and the counters must have crossed 2^32.
+ */
+TEST_F(ring, counter_wrap)
+{
+	static const struct wrap_cfg cfg[] = {
+		{ 4, 4, 0 }, { 5, 5, 0 }, { 4, 5, 0 }, { 6, 6, 0 }, { 4, 6, 0 },
+		{ 7, 7, 0 }, { 5, 12, 0 }, { 17, 17, 0 }, { 12, 24, 0 },
+		{ 4, 32, 5 }, { 4, 32, 6 }, { 100, 1000, 0 },
+	};
+	static const unsigned int backs[] = { 100, 29, 5 };
+	unsigned int i, b;
+
+	for (i = 0; i < ARRAY_SIZE(cfg); i++) {
+		for (b = 0; b < ARRAY_SIZE(backs); b++) {
+			wrap_run(_metadata, self, &cfg[i], backs[b]);
+			/* One failure says it; the rest would take time. */
+			if (_metadata->exit_code)
+				return;
+		}
+	}
 }
 
 TEST_HARNESS_MAIN

@@ -19,12 +19,13 @@
 #include <uapi/linux/afrdma.h>
 
 #include "compat/compat.h"
+#include "ring.h"
 #include "wire.h"
 
 #define AFRDMA_RX_SLOTS		32
 #define AFRDMA_TX_SLOTS		32
 #define AFRDMA_INITIAL_SLOTS	AFRDMA_MIN_SLOTS	/* each way, grown later */
-#define AFRDMA_CTRL_SLOTS	8
+#define AFRDMA_CTRL_SLOTS	8	/* a power of two: see tx.c */
 #define AFRDMA_CTRL_SIZE	64	/* one header, cache-line spaced */
 #define AFRDMA_SLOT_SIZE	(16 * 1024)
 #define AFRDMA_RESOLVE_MS	2000
@@ -179,9 +180,10 @@ struct afrdma_tx_slot {
  * up to @rx_max and @tx_max, while traffic needs it (conn.c); the QP and
  * CQ are sized for the maxima from the start.  Only the owner grows them,
  * in process context (sendmsg(), or @grow_work with the socket locked).
- * @rx (the buffers, in no order) is the owner's alone; @tx, a ring indexed
- * by tx_head % tx_slots, is replaced under @lock, and @rx_slots and
- * @tx_slots change under it.
+ * @rx (the buffers, in no order) is the owner's alone; @tx, a ring of any
+ * size, is replaced under @lock, and @rx_slots and @tx_slots change under
+ * it.  tx[@tx_slot] is the buffer tx_head names: an index that wraps at
+ * @tx_slots, beside the free-running counter (ring.h).
  *
  * Locking: the owner holds the socket lock to create, use and tear down
  * the connection; the structure lives as long as the socket.  @lock, a BH
@@ -189,7 +191,7 @@ struct afrdma_tx_slot {
  * counters, lists and flags below it, which they also touch.
  *
  * The open slot: data the send path holds back (TCP_CORK, MSG_MORE, Nagle)
- * waits in tx[tx_head % tx_slots], not yet posted, @tx_pending bytes long.
+ * waits in tx[tx_slot], not yet posted, @tx_pending bytes long.
  * The owner copies into it with @lock dropped and @tx_filling set; while
  * that is set nobody else may post the slot, so completions and the timer
  * only record why it should go (@tx_push, a lower @tx_tail) and the owner
@@ -251,6 +253,7 @@ struct afrdma_conn {
 	unsigned int		peer_credits;	/* reported, not yet filled */
 	unsigned int		tx_head;	/* SENDs posted */
 	unsigned int		tx_tail;	/* SENDs completed */
+	unsigned int		tx_slot;	/* tx[] index of tx_head's */
 	unsigned int		tx_unacked;	/* payload bytes not completed */
 	unsigned int		tx_pending;	/* bytes in the open slot */
 	unsigned long		tx_opened;	/* jiffies when it was opened */
@@ -502,6 +505,20 @@ int afrdma_recvmsg(struct socket *sock, struct msghdr *msg, size_t len,
 bool afrdma_rx_readable(const struct sock *sk);
 
 /* tx.c */
+/* The buffer the next SEND goes from: the open slot.  conn->lock held. */
+static inline struct afrdma_tx_slot *
+afrdma_tx_head_slot(const struct afrdma_conn *conn)
+{
+	return conn->tx[conn->tx_slot];
+}
+
+/* A SEND went from afrdma_tx_head_slot().  conn->lock held. */
+static inline void afrdma_tx_posted_locked(struct afrdma_conn *conn)
+{
+	WRITE_ONCE(conn->tx_head, conn->tx_head + 1);
+	conn->tx_slot = afrdma_ring_next(conn->tx_slot, conn->tx_slots);
+}
+
 void afrdma_tx_done(struct ib_cq *cq, struct ib_wc *wc);
 int afrdma_sendmsg(struct socket *sock, struct msghdr *msg, size_t len);
 void afrdma_ctrl_done(struct ib_cq *cq, struct ib_wc *wc);

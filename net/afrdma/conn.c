@@ -457,14 +457,15 @@ int afrdma_conn_start(struct afrdma_conn *conn,
 
 /*
  * Doubles the send ring, up to tx_max, when sendmsg() finds it full with
- * credits to spare.  The SENDs in flight (tx_tail..tx_head) and the open
- * slot keep their place modulo the new size and the free buffers follow
- * tx_head, so the ring's users see no change.  Owner, not filling the
- * open slot; 0, or -ENOMEM with the ring as it was.
+ * credits to spare.  The buffers of the SENDs in flight (tx_tail..tx_head)
+ * and the open slot move to the front in their order, the free ones and
+ * the new ones follow, and @tx_slot moves with its buffer, so the ring's
+ * users see no change.  Owner, not filling the open slot; 0, or -ENOMEM
+ * with the ring as it was.
  */
 int afrdma_conn_grow_tx(struct afrdma_conn *conn)
 {
-	unsigned int n = conn->tx_slots, m, add, busy, head, i;
+	unsigned int n = conn->tx_slots, m, add, busy, end;
 	struct afrdma_tx_slot **ring, **old, **extra;
 
 	m = min(2 * n, conn->tx_max);
@@ -486,13 +487,11 @@ int afrdma_conn_grow_tx(struct afrdma_conn *conn)
 
 	spin_lock_bh(&conn->lock);
 	old = conn->tx;
-	head = conn->tx_head + !!conn->tx_pending;
-	busy = head - conn->tx_tail;
-	for (i = conn->tx_tail; i != head; i++)
-		ring[i % m] = old[i % n];
-	for (i = 0; i < m - busy; i++)
-		ring[(head + i) % m] = i < n - busy ? old[(head + i) % n] :
-						      extra[i - (n - busy)];
+	busy = conn->tx_head - conn->tx_tail + !!conn->tx_pending;
+	end = conn->tx_pending ? afrdma_ring_next(conn->tx_slot, n) :
+				 conn->tx_slot;
+	conn->tx_slot = afrdma_ring_regrow(ring, old, n, end, busy, extra,
+					   add) - !!conn->tx_pending;
 	conn->tx = ring;
 	WRITE_ONCE(conn->tx_slots, m);
 	spin_unlock_bh(&conn->lock);

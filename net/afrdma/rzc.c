@@ -228,7 +228,7 @@ static int afrdma_rzc_post_locked(struct afrdma_conn *conn,
 	reg.mr = src->mr;
 	reg.key = src->mr->rkey;
 
-	slot = conn->tx[conn->tx_head % conn->tx_slots];
+	slot = afrdma_tx_head_slot(conn);
 	afrdma_build_msg(slot->buf, AFRDMA_MSG_SRCAVAIL, conn->rx_owed,
 			 sizeof(struct afrdma_srcavail));
 	afrdma_build_srcavail(slot->buf + AFRDMA_HDR_LEN, src->len,
@@ -258,7 +258,7 @@ static int afrdma_rzc_post_locked(struct afrdma_conn *conn,
 	slot->len = 0;
 	afrdma_inc_stats(conn->sk, AFRDMA_MIB_SRCAVAIL_SENT);
 	afrdma_add_stats(conn->sk, AFRDMA_MIB_BYTES_SENT, src->len);
-	conn->tx_head++;
+	afrdma_tx_posted_locked(conn);
 	conn->tx_credits--;
 	afrdma_credits_sent_locked(conn);
 	return 0;

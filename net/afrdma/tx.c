@@ -112,6 +112,8 @@ static int afrdma_ctrl_post_locked(struct afrdma_conn *conn, unsigned int type)
 	    conn->tx_credits < need)
 		return -EAGAIN;
 
+	/* A power of two divides 2^32: the index stays right at the wrap. */
+	BUILD_BUG_ON_NOT_POWER_OF_2(AFRDMA_CTRL_SLOTS);
 	slot = &conn->ctrl[conn->ctrl_head % AFRDMA_CTRL_SLOTS];
 	afrdma_build_msg(slot->buf, type, conn->rx_owed, len);
 	if (len)
@@ -120,7 +122,7 @@ static int afrdma_ctrl_post_locked(struct afrdma_conn *conn, unsigned int type)
 	if (err)
 		return err;
 	afrdma_inc_stats(conn->sk, AFRDMA_MIB_CTRL_SENDS);
-	conn->ctrl_head++;
+	WRITE_ONCE(conn->ctrl_head, conn->ctrl_head + 1);
 	conn->tx_credits--;
 	afrdma_credits_sent_locked(conn);
 	return 0;
@@ -215,7 +217,7 @@ static int afrdma_tx_push_locked(struct afrdma_conn *conn)
 	    conn->tx_credits < 2)
 		return 0;
 
-	slot = conn->tx[conn->tx_head % conn->tx_slots];
+	slot = afrdma_tx_head_slot(conn);
 	afrdma_build_msg(slot->buf, AFRDMA_MSG_DATA, conn->rx_owed,
 			 conn->tx_pending);
 	err = afrdma_post_send(conn, slot, AFRDMA_HDR_LEN + conn->tx_pending);
@@ -229,7 +231,7 @@ static int afrdma_tx_push_locked(struct afrdma_conn *conn)
 	afrdma_add_stats(conn->sk, AFRDMA_MIB_BYTES_SENT, slot->len);
 	conn->tx_pending = 0;
 	conn->tx_push = false;
-	conn->tx_head++;
+	afrdma_tx_posted_locked(conn);
 	conn->tx_credits--;
 	afrdma_credits_sent_locked(conn);
 	return 0;
@@ -368,7 +370,7 @@ static bool afrdma_send_done(struct ib_wc *wc, unsigned int *tail)
 	}
 
 	spin_lock(&conn->lock);
-	(*tail)++;
+	WRITE_ONCE(*tail, *tail + 1);
 	spin_unlock(&conn->lock);
 	return wc->status == IB_WC_SUCCESS;
 }
@@ -446,7 +448,7 @@ static int afrdma_tx_zc(struct afrdma_conn *conn, struct afrdma_zc_send *zs,
 	if (err)
 		goto out;
 
-	slot = conn->tx[conn->tx_head % conn->tx_slots];
+	slot = afrdma_tx_head_slot(conn);
 	afrdma_build_msg(slot->buf, AFRDMA_MSG_DATA, conn->rx_owed, len);
 	err = afrdma_zc_post(conn, slot, zs, uarg, AFRDMA_HDR_LEN);
 	if (err) {
@@ -459,7 +461,7 @@ static int afrdma_tx_zc(struct afrdma_conn *conn, struct afrdma_zc_send *zs,
 	afrdma_inc_stats(conn->sk, AFRDMA_MIB_DATA_SENDS);
 	afrdma_add_stats(conn->sk, AFRDMA_MIB_BYTES_SENT, len);
 	conn->tx_unacked += len;
-	conn->tx_head++;
+	afrdma_tx_posted_locked(conn);
 	conn->tx_credits--;
 	afrdma_credits_sent_locked(conn);
 out:
@@ -604,7 +606,7 @@ int afrdma_sendmsg(struct socket *sock, struct msghdr *msg, size_t len)
 		room = afrdma_tx_room_locked(conn);
 		off = conn->tx_pending;
 		/* With tx_filling set the slot, and so tx_head, stays put. */
-		slot = room ? conn->tx[conn->tx_head % conn->tx_slots] : NULL;
+		slot = room ? afrdma_tx_head_slot(conn) : NULL;
 		grow = !room && afrdma_tx_may_grow_locked(conn);
 		if (room) {
 			conn->tx_filling = true;

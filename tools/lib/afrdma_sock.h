@@ -66,6 +66,23 @@ static inline int afrdma_param(const char *name, int def)
 	return val;
 }
 
+/* Writes a loaded module's writable parameter; 0, or -1 with errno. */
+static inline int afrdma_param_set(const char *name, unsigned int val)
+{
+	char path[128];
+	FILE *f;
+	int ret;
+
+	snprintf(path, sizeof(path), "/sys/module/afrdma/parameters/%s", name);
+	f = fopen(path, "w");
+	if (!f)
+		return -1;
+	ret = fprintf(f, "%u\n", val) > 0 ? 0 : -1;
+	if (fclose(f))
+		ret = -1;
+	return ret;
+}
+
 static inline int afrdma_family_nr(void)
 {
 	return afrdma_param("family", AFRDMA_FAMILY_DEFAULT);
