@@ -1,0 +1,70 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Positive control for "make check-debug" (tools/testing/check-debug):
+ * a module that, on load, makes the debug kernel report a slab
+ * use-after-free (KASAN), a shift out of bounds (UBSAN) and leaks a few
+ * objects (kmemleak).  check-debug loads it in a boot of its own and passes
+ * only if the harness fails that boot for each of the three, which shows
+ * that a real bug in afrdma would not go unnoticed.
+ *
+ * Test-only: built against the debug kernel by check-debug alone, never by
+ * the top-level Makefile, Kbuild or DKMS.  Never load it anywhere else.
+ */
+#include <linux/module.h>
+#include <linux/slab.h>
+#include <linux/string.h>
+
+#define CONTROL_LEAKS	4
+
+static noinline void control_use_after_free(void)
+{
+	char *p = kmalloc(64, GFP_KERNEL);
+
+	if (!p)
+		return;
+	kfree(p);
+	/* Keep the compiler from seeing (and dropping) the bad read. */
+	OPTIMIZER_HIDE_VAR(p);
+	pr_info("afrdma_debug_control: read after free: %d\n",
+		READ_ONCE(p[8]));
+}
+
+static noinline void control_shift_out_of_bounds(void)
+{
+	volatile int shift = 40;
+	int one = 1;
+
+	pr_info("afrdma_debug_control: 1 << 40 as int: %d\n", one << shift);
+}
+
+static noinline void control_leak(void)
+{
+	int i;
+
+	/* Several, in case a stale copy of one pointer survives somewhere. */
+	for (i = 0; i < CONTROL_LEAKS; i++) {
+		void *p = kmalloc(128, GFP_KERNEL);
+
+		if (p)
+			memset(p, 0xa5, 128);
+		OPTIMIZER_HIDE_VAR(p);
+	}
+}
+
+static int __init control_init(void)
+{
+	pr_info("afrdma_debug_control: deliberate KASAN, UBSAN and kmemleak reports follow\n");
+	control_use_after_free();
+	control_shift_out_of_bounds();
+	control_leak();
+	return 0;
+}
+
+static void __exit control_exit(void)
+{
+}
+
+module_init(control_init);
+module_exit(control_exit);
+MODULE_DESCRIPTION("afrdma check-debug positive control: deliberate kernel bugs");
+MODULE_LICENSE("GPL");
