@@ -5,6 +5,10 @@
 #   make [KDIR=...] [W=1] [C=2]   module (net/afrdma/afrdma.ko) and tools
 #   make check [CHECK_KRELS=...]  build for the Debian kernels .ci/deps installs
 #                                 (or those given), test in a VM
+#   make check-debug [DEBUG_TESTS=...]
+#                                 the selftests on a KASAN/lockdep/kmemleak
+#                                 6.12 kernel (built once, cached in
+#                                 /var/cache/afrdma), with a positive control
 #   make stress                   the whole check at full size: 10,000 churn cycles,
 #                                 1024 connections, 64 MiB wire streams
 #   make demo                     echo and transfer over AF_RDMA beside TCP
@@ -41,7 +45,7 @@ MANS	:= man/afrdma.7 man/afrdma.8 man/afrdma-run.1 man/afrdma-perf.1
 # everything else in /boot, and fails if one lacks its image or headers.
 CHECK_KRELS ?=
 
-.PHONY: all module tools selftests check stress demo bench clean kdir-check deps \
+.PHONY: all module tools selftests check check-debug stress demo bench clean kdir-check deps \
 	install install-module install-user uninstall fuzz
 
 all: module tools selftests
@@ -93,6 +97,11 @@ selftests:
 
 check:
 	@./tools/testing/check $(CHECK_KRELS)
+
+# DEBUG_TESTS=quick: the data path, fallback, hostile, zero-copy and
+# device-removal tests only.
+check-debug:
+	@./tools/testing/check-debug
 
 # The whole check, with the load, churn and wire tests at full size.
 stress:
