@@ -39,6 +39,14 @@ test_mark()
 	return 0
 }
 
+# scaled SECONDS: a time bound for this kernel.  make check-debug sets
+# AFRDMA_TIME_SCALE (KASAN, lockdep and kmemleak make everything several
+# times slower); bounds are for a slow guest, never targets.
+scaled()
+{
+	echo $(($1 * ${AFRDMA_TIME_SCALE:-1}))
+}
+
 # perf_stream ADDR BYTES: one server connection, one checksummed stream;
 # sets $out (both sides' output) and $rc (0 only if both ends succeeded
 # and the checksums matched).
