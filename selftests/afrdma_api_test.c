@@ -220,6 +220,71 @@ TEST_F(api, recv_flags)
 	ASSERT_EQ(0, memcmp(buf, "3456789", 7));
 }
 
+/*
+ * A peek that waits (MSG_WAITALL, SO_RCVLOWAT) for more than is queued
+ * returns the queued bytes once, then what came while it slept: as TCP,
+ * on @rfd, which @wfd writes to.
+ */
+static void peek_across(struct __test_metadata *_metadata, int wfd, int rfd,
+			int lowat, int flags, size_t len)
+{
+	struct bg_recv r = { .fd = rfd, .flags = MSG_PEEK | flags, .len = len };
+	int one = 1;
+	char buf[16];
+	pthread_t t;
+
+	ASSERT_EQ(0, setsockopt(wfd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)));
+	ASSERT_EQ(4, send(wfd, "AAAA", 4, 0));
+	ASSERT_NE(0, wait_for(rfd, POLLIN, 20000) & POLLIN);
+	ASSERT_EQ(0, setsockopt(rfd, SOL_SOCKET, SO_RCVLOWAT, &lowat, sizeof(lowat)));
+	ASSERT_EQ(0, pthread_create(&t, NULL, bg_recv_run, &r));
+	EXPECT_EQ(0, bg_recv_blocked(&r))
+		TH_LOG("the peek returned %zd before the rest was sent", r.n);
+	ASSERT_EQ(4, send(wfd, "BBBB", 4, 0));
+	ASSERT_EQ(0, pthread_join(t, NULL));
+	ASSERT_EQ(8, r.n) TH_LOG("peek: %s", r.n < 0 ? strerror(r.err) : "short");
+	ASSERT_EQ(0, memcmp(r.buf, "AAAABBBB", 8))
+		TH_LOG("peeked \"%.8s\"", r.buf);
+	ASSERT_EQ(8, recv(rfd, buf, sizeof(buf), MSG_DONTWAIT));
+	ASSERT_EQ(0, memcmp(buf, "AAAABBBB", 8));
+	ASSERT_EQ(0, setsockopt(rfd, SOL_SOCKET, SO_RCVLOWAT, &one, sizeof(one)));
+	ASSERT_EQ(-1, recv(rfd, buf, sizeof(buf), MSG_DONTWAIT));
+	ASSERT_EQ(EAGAIN, errno);
+}
+
+static int transport_of(int fd)
+{
+	socklen_t len = sizeof(int);
+	int val = -1;
+
+	return getsockopt(fd, SOL_RDMA, AFRDMA_TRANSPORT, &val, &len) ? -1 : val;
+}
+
+TEST_F(api, peek_waits)
+{
+	unsigned short port;
+	int tl, tc, ts;
+
+	/* The expectation is TCP's: the same between the same addresses. */
+	tl = tcp_listen_on(test_addr(variant->v6), &port);
+	ASSERT_LE(0, tl);
+	tc = afrdma_connect_to(AFRDMA_T_TCP, test_addr(variant->v6), port);
+	ASSERT_LE(0, tc);
+	ts = accept(tl, NULL, NULL);
+	ASSERT_LE(0, ts);
+	peek_across(_metadata, tc, ts, 1, MSG_WAITALL, 8);
+	peek_across(_metadata, tc, ts, 8, 0, 16);
+	close(ts);
+	close(tc);
+	close(tl);
+
+	ASSERT_EQ(0, api_pair(_metadata, self, variant));
+	ASSERT_EQ(AFRDMA_TRANSPORT_RDMA, transport_of(self->cfd));
+	ASSERT_EQ(AFRDMA_TRANSPORT_RDMA, transport_of(self->sfd));
+	peek_across(_metadata, self->cfd, self->sfd, 1, MSG_WAITALL, 8);
+	peek_across(_metadata, self->cfd, self->sfd, 8, 0, 16);
+}
+
 TEST_F(api, options)
 {
 	int val, fam = variant->t == AFRDMA_T_FAMILY ? afrdma_family_nr() :

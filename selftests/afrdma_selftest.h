@@ -6,12 +6,15 @@
 #ifndef _AFRDMA_SELFTEST_H
 #define _AFRDMA_SELFTEST_H
 
+#include <fcntl.h>
 #include <poll.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 /* The address of rxe0's netdev (va), from vm-run's environment. */
 static inline const char *test_addr(bool v6)
@@ -187,6 +190,56 @@ static inline int afrdma_rings(int fd, struct afrdma_rings *r)
 out:
 	fclose(f);
 	return ret;
+}
+
+/* A recv in a thread of its own, to be seen blocked. */
+struct bg_recv {
+	int fd, flags;
+	size_t len;
+	char buf[16];
+	ssize_t n;
+	int err;
+	int tid, done;
+};
+
+static inline void *bg_recv_run(void *arg)
+{
+	struct bg_recv *r = arg;
+
+	__atomic_store_n(&r->tid, (int)syscall(SYS_gettid), __ATOMIC_SEQ_CST);
+	r->n = recv(r->fd, r->buf, r->len, r->flags);
+	r->err = errno;
+	__atomic_store_n(&r->done, 1, __ATOMIC_SEQ_CST);
+	return NULL;
+}
+
+/*
+ * Waits, up to 20 s, for @r's thread to sleep in its recv: 0 then, -1 if
+ * the recv returned first.
+ */
+static inline int bg_recv_blocked(struct bg_recv *r)
+{
+	char path[64], st[256], *p;
+	int i, tid, fd, n;
+
+	for (i = 0; i < 2000; i++) {
+		if (__atomic_load_n(&r->done, __ATOMIC_SEQ_CST))
+			return -1;
+		tid = __atomic_load_n(&r->tid, __ATOMIC_SEQ_CST);
+		snprintf(path, sizeof(path), "/proc/self/task/%d/stat", tid);
+		fd = tid ? open(path, O_RDONLY) : -1;
+		n = fd >= 0 ? read(fd, st, sizeof(st) - 1) : -1;
+		if (fd >= 0)
+			close(fd);
+		if (n > 0) {
+			st[n] = '\0';
+			p = strrchr(st, ')');
+			if (p && p[1] == ' ' && p[2] == 'S')
+				return 0;
+		}
+		usleep(10000);
+	}
+	return -1;
 }
 
 #endif /* _AFRDMA_SELFTEST_H */

@@ -243,6 +243,7 @@ struct afrdma_conn {
 	bool			rzc;		/* peer takes SRCAVAIL */
 	bool			rzc_read;	/* READs land under the lkey */
 	bool			mr_pool;	/* qp->rdma_mrs set up */
+	unsigned int		rx_taken;	/* bytes read: peeks' places */
 
 	spinlock_t		lock;		/* the fields below */
 	struct list_head	rx_ready;	/* slots with unread payload */

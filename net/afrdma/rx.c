@@ -159,14 +159,20 @@ static struct afrdma_rx_slot *afrdma_rx_next(struct afrdma_conn *conn,
 	return list_entry(next, struct afrdma_rx_slot, node);
 }
 
-bool afrdma_rx_readable(const struct sock *sk)
+/* More to read than the @seen bytes a peek has been through, or an end. */
+static bool afrdma_rx_more(const struct sock *sk, unsigned int seen)
 {
 	struct afrdma_conn *conn = afrdma_sk(sk)->conn;
 
 	if (READ_ONCE(sk->sk_err) || (sk->sk_shutdown & RCV_SHUTDOWN))
 		return true;
-	return !conn || READ_ONCE(conn->rx_bytes) || READ_ONCE(conn->fin_rcvd) ||
-	       READ_ONCE(conn->dead);
+	return !conn || READ_ONCE(conn->rx_bytes) != seen ||
+	       READ_ONCE(conn->fin_rcvd) || READ_ONCE(conn->dead);
+}
+
+bool afrdma_rx_readable(const struct sock *sk)
+{
+	return afrdma_rx_more(sk, 0);
 }
 
 static int afrdma_recv_wait_err(struct sock *sk, long *timeo)
@@ -190,7 +196,7 @@ static int afrdma_recv_wait_err(struct sock *sk, long *timeo)
  * SO_BUSY_POLL sets the budget per socket, net.afrdma.busy_poll the rest.
  * Any other task that wants this CPU ends the spin.
  */
-static bool afrdma_rx_busy_wait(struct sock *sk)
+static bool afrdma_rx_busy_wait(struct sock *sk, unsigned int seen)
 {
 	unsigned int usecs = 0;
 	u64 end;
@@ -203,7 +209,7 @@ static bool afrdma_rx_busy_wait(struct sock *sk)
 	if (!usecs)
 		return false;
 	end = local_clock() + (u64)usecs * NSEC_PER_USEC;
-	while (!afrdma_rx_readable(sk)) {
+	while (!afrdma_rx_more(sk, seen)) {
 		if (need_resched() || signal_pending(current) ||
 		    local_clock() > end) {
 			afrdma_inc_stats(sk, AFRDMA_MIB_BUSY_POLL_MISSES);
@@ -218,7 +224,8 @@ static bool afrdma_rx_busy_wait(struct sock *sk)
 int afrdma_recvmsg(struct socket *sock, struct msghdr *msg, size_t len,
 		   int flags)
 {
-	struct afrdma_rx_slot *slot = NULL;
+	struct afrdma_rx_slot *slot, *peeked = NULL;
+	unsigned int seen, taken;
 	struct sock *sk = sock->sk;
 	struct afrdma_conn *conn;
 	int target, ret, err = 0;
@@ -244,9 +251,9 @@ int afrdma_recvmsg(struct socket *sock, struct msghdr *msg, size_t len,
 		unsigned int chunk, avail;
 
 		conn = afrdma_sk(sk)->conn;
-		if (conn)
-			slot = afrdma_rx_next(conn, (flags & MSG_PEEK) ? slot : NULL);
-		if (conn && slot) {
+		/* A peek goes on after the last slot it copied, if any. */
+		slot = conn ? afrdma_rx_next(conn, peeked) : NULL;
+		if (slot) {
 			avail = slot->len - slot->off;
 			chunk = min_t(size_t, len - copied, avail);
 			/* MSG_TRUNC: TCP's way to drop bytes unread. */
@@ -270,12 +277,14 @@ int afrdma_recvmsg(struct socket *sock, struct msghdr *msg, size_t len,
 				/* Peeked through a bounce: no further. */
 				if (slot->src)
 					break;
+				peeked = slot;
 				continue;
 			}
 
 			spin_lock_bh(&conn->lock);
 			slot->off += chunk;
 			conn->rx_bytes -= chunk;
+			conn->rx_taken += chunk;
 			if (slot->off == slot->len) {
 				list_del_init(&slot->node);
 				if (slot->src) {
@@ -292,7 +301,6 @@ int afrdma_recvmsg(struct socket *sock, struct msghdr *msg, size_t len,
 				afrdma_rx_recycle(conn, slot);
 				afrdma_tx_fin(conn);
 			}
-			slot = NULL;
 			continue;
 		}
 
@@ -316,11 +324,20 @@ int afrdma_recvmsg(struct socket *sock, struct msghdr *msg, size_t len,
 		}
 		/* The peer may be waiting for exactly these credits. */
 		afrdma_tx_flush_credits(conn);
-		if (afrdma_rx_busy_wait(sk))
+		/* A peek has seen all that is queued: it waits for more. */
+		seen = peeked ? copied : 0;
+		if (afrdma_rx_busy_wait(sk, seen))
 			continue;
+		taken = conn->rx_taken;
 		add_wait_queue(sk_sleep(sk), &wait);
-		sk_wait_event(sk, &timeo, afrdma_rx_readable(sk), &wait);
+		sk_wait_event(sk, &timeo, afrdma_rx_more(sk, seen), &wait);
 		remove_wait_queue(sk_sleep(sk), &wait);
+		/*
+		 * Another reader took bytes, or teardown freed the slots,
+		 * while we slept: the peek's place is lost; return what it has.
+		 */
+		if (peeked && (conn->torn || conn->rx_taken != taken))
+			break;
 	}
 
 	conn = afrdma_sk(sk)->conn;
