@@ -472,6 +472,85 @@ TEST_F(api, sa_restart)
 	ASSERT_EQ(0, WEXITSTATUS(st));
 }
 
+/*
+ * recv on a socket whose non-blocking connect is under way: EAGAIN when
+ * non-blocking; a blocking one waits for the connect, then reads, as TCP.
+ */
+TEST_F(api, recv_while_connecting)
+{
+	char why[128] = "";
+	int ret;
+
+	self->cfd = afrdma_socket(variant->t, self->ss.ss_family, SOCK_NONBLOCK);
+	ASSERT_LE(0, self->cfd);
+	ret = connect(self->cfd, (struct sockaddr *)&self->ss, self->sslen);
+	ASSERT_TRUE(ret == 0 || errno == EINPROGRESS) TH_LOG("%s", strerror(errno));
+	ASSERT_EQ(0, recv_while_connecting(self->cfd, self->lfd, &self->sfd,
+					   why, sizeof(why))) TH_LOG("%s", why);
+	ASSERT_EQ(AFRDMA_TRANSPORT_RDMA, transport_of(self->cfd));
+}
+
+/*
+ * A connect that takes long (nobody has the address: rdma_cm's address
+ * resolution, then TCP's, wait for ARP): recv meanwhile honours
+ * SO_RCVTIMEO and signals, then returns the connect's error, all as on
+ * TCP.  Returns the last recv's errno.
+ */
+static int recv_unanswered(struct __test_metadata *_metadata,
+			   enum afrdma_transport t, const char *addr)
+{
+	struct sigaction sa = { .sa_handler = on_alarm };	/* no SA_RESTART */
+	struct timeval tv = { .tv_usec = 200000 };
+	struct sockaddr_storage ss;
+	socklen_t len;
+	char buf[4];
+	int fd, err;
+
+	len = afrdma_make_addr(&ss, addr, 9);
+	fd = afrdma_socket(t, ss.ss_family, SOCK_NONBLOCK);
+	if (fd < 0)
+		return -1;
+	EXPECT_EQ(-1, connect(fd, (struct sockaddr *)&ss, len));
+	EXPECT_EQ(EINPROGRESS, errno);
+	EXPECT_EQ(-1, recv(fd, buf, sizeof(buf), 0));
+	EXPECT_EQ(EAGAIN, errno) TH_LOG("%s: %s", afrdma_transport_name(t),
+				       strerror(errno));
+	/* Still resolving the address: no transport yet. */
+	if (t != AFRDMA_T_TCP)
+		EXPECT_EQ(AFRDMA_TRANSPORT_NONE, transport_of(fd));
+
+	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+	EXPECT_EQ(0, setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)));
+	EXPECT_EQ(-1, recv(fd, buf, sizeof(buf), 0));
+	EXPECT_EQ(EAGAIN, errno) TH_LOG("%s: %s", afrdma_transport_name(t),
+				       strerror(errno));
+	tv.tv_usec = 0;
+	EXPECT_EQ(0, setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)));
+	EXPECT_EQ(0, sigaction(SIGALRM, &sa, NULL));
+	alarm(1);
+	EXPECT_EQ(-1, recv(fd, buf, sizeof(buf), 0));
+	EXPECT_EQ(EINTR, errno) TH_LOG("%s: %s", afrdma_transport_name(t),
+				      strerror(errno));
+	alarm(0);
+	/* Until the connect gives up; ARP's and TCP's bounds end it. */
+	EXPECT_EQ(-1, recv(fd, buf, sizeof(buf), 0));
+	err = errno;
+	close(fd);
+	return err;
+}
+
+TEST_F(api, recv_unanswered_connect)
+{
+	const char *nobody = variant->v6 ? "fd99::3" : "10.99.0.3";
+	int tcp_err, err;
+
+	tcp_err = recv_unanswered(_metadata, AFRDMA_T_TCP, nobody);
+	ASSERT_LT(0, tcp_err);
+	err = recv_unanswered(_metadata, variant->t, nobody);
+	ASSERT_EQ(tcp_err, err) TH_LOG("afrdma: %s, TCP: %s", strerror(err),
+				       strerror(tcp_err));
+}
+
 /* A full window with SO_SNDTIMEO: a partial count, then EAGAIN. */
 TEST_F(api, send_timeout)
 {

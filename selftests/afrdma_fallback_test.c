@@ -362,6 +362,23 @@ TEST_F(fb, nonblocking_epoll)
 	close(ep);
 }
 
+/* The same while the connect that falls back is under way. */
+TEST_F(fb, recv_while_connecting)
+{
+	struct sockaddr_storage ss;
+	char why[128] = "";
+	socklen_t len;
+
+	len = afrdma_make_addr(&ss, no_rdma_addr(variant->v6), self->port);
+	self->cfd = afrdma_socket(variant->t, ss.ss_family, SOCK_NONBLOCK);
+	ASSERT_LE(0, self->cfd);
+	ASSERT_EQ(-1, connect(self->cfd, (struct sockaddr *)&ss, len));
+	ASSERT_EQ(EINPROGRESS, errno);
+	ASSERT_EQ(0, recv_while_connecting(self->cfd, self->lfd, &self->sfd,
+					   why, sizeof(why))) TH_LOG("%s", why);
+	ASSERT_EQ(AFRDMA_TRANSPORT_TCP, rdma_opt(self->cfd, AFRDMA_TRANSPORT));
+}
+
 /* Nobody listens: refused over TCP too, on a blocking and a non-blocking connect. */
 TEST_F(fb, refused)
 {

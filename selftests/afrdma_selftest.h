@@ -8,6 +8,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -240,6 +241,41 @@ static inline int bg_recv_blocked(struct bg_recv *r)
 		usleep(10000);
 	}
 	return -1;
+}
+
+/*
+ * @fd's non-blocking connect to listener @lfd is under way: recv must say
+ * EAGAIN, and a blocking recv started now must wait for the connect, then
+ * read what the accepted end (in *@sfd) sends.  0, or -1 with @why said.
+ */
+static inline int recv_while_connecting(int fd, int lfd, int *sfd,
+					char *why, size_t whylen)
+{
+	struct bg_recv r = { .fd = fd, .flags = MSG_WAITALL, .len = 4 };
+	pthread_t t;
+	char c;
+
+	if (recv(fd, &c, 1, 0) != -1 || errno != EAGAIN) {
+		snprintf(why, whylen, "non-blocking recv: %s", strerror(errno));
+		return -1;
+	}
+	if (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) ||
+	    pthread_create(&t, NULL, bg_recv_run, &r)) {
+		snprintf(why, whylen, "setup: %s", strerror(errno));
+		return -1;
+	}
+	*sfd = accept(lfd, NULL, NULL);
+	if (*sfd < 0 || send(*sfd, "data", 4, 0) != 4)
+		snprintf(why, whylen, "accept or send: %s", strerror(errno));
+	pthread_join(t, NULL);
+	if (*sfd < 0)
+		return -1;
+	if (r.n != 4 || memcmp(r.buf, "data", 4)) {
+		snprintf(why, whylen, "blocking recv: %zd, %s", r.n,
+			 r.n < 0 ? strerror(r.err) : "not the data sent");
+		return -1;
+	}
+	return 0;
 }
 
 #endif /* _AFRDMA_SELFTEST_H */

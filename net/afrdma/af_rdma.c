@@ -790,10 +790,12 @@ static bool afrdma_connected_or_tcp(struct sock *sk)
 	return READ_ONCE(sk->sk_state) != TCP_SYN_SENT || afrdma_on_tcp(sk);
 }
 
-/* Until RDMA or TCP carries a connecting socket, its data waits. */
-static int afrdma_wait_transport(struct sock *sk, int flags)
+/*
+ * Until RDMA or TCP carries a connecting socket, its calls wait, as TCP's
+ * do in SYN_SENT: up to @timeo, EAGAIN at once for a non-blocking one.
+ */
+static int afrdma_wait_transport(struct sock *sk, long timeo)
 {
-	long timeo = sock_sndtimeo(sk, flags & MSG_DONTWAIT);
 	int err = 0;
 
 	lock_sock(sk);
@@ -823,7 +825,8 @@ static int afrdma_sock_sendmsg(struct socket *sock, struct msghdr *msg,
 	int err;
 
 	if (READ_ONCE(sk->sk_state) == TCP_SYN_SENT) {
-		err = afrdma_wait_transport(sk, msg->msg_flags);
+		err = afrdma_wait_transport(sk, sock_sndtimeo(sk, msg->msg_flags &
+							      MSG_DONTWAIT));
 		if (err)
 			return err;
 	}
@@ -835,10 +838,21 @@ static int afrdma_sock_sendmsg(struct socket *sock, struct msghdr *msg,
 static int afrdma_sock_recvmsg(struct socket *sock, struct msghdr *msg,
 			       size_t len, int flags)
 {
-	if (afrdma_on_tcp(sock->sk))
+	struct sock *sk = sock->sk;
+	int err;
+
+	/* The connect's outcome decides where the data comes from. */
+	if (!(flags & (MSG_ERRQUEUE | MSG_OOB)) &&
+	    READ_ONCE(sk->sk_state) == TCP_SYN_SENT) {
+		err = afrdma_wait_transport(sk, sock_rcvtimeo(sk, flags &
+							      MSG_DONTWAIT));
+		if (err)
+			return err;
+	}
+	if (afrdma_on_tcp(sk))
 		return afrdma_fb_recvmsg(sock, msg, len, flags);
 	if (flags & MSG_ERRQUEUE)
-		return afrdma_zc_recv(sock->sk, msg, len);
+		return afrdma_zc_recv(sk, msg, len);
 	return afrdma_recvmsg(sock, msg, len, flags);
 }
 
