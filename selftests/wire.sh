@@ -47,13 +47,17 @@ stat()
 	sed -n "s/^$1 //p" /proc/net/afrdma_stat 2>/dev/null
 }
 
-# What the RDMA side looks like now, for a test that failed: QPs, afrdma's
-# counters and rxe's non-zero hardware counters.
+# What the RDMA side looks like now, for a test that failed: QPs, the
+# NIC's addresses and neighbours, afrdma's counters and rxe's non-zero
+# hardware counters.
 diag()
 {
 	local f v
 
 	rdma resource show qp 2>&1 | sed 's/^/#   /'
+	# Address resolution: tentative addresses and neighbour states.
+	ip addr show dev "$nic" 2>&1 | sed 's/^/#   /'
+	ip neigh show dev "$nic" 2>&1 | sed 's/^/#   neigh: /'
 	grep -v ' 0$' /proc/net/afrdma_stat 2>/dev/null | sed 's/^/#   afrdma_stat: /'
 	for f in /sys/class/infiniband/rxe0/ports/1/hw_counters/*; do
 		read -r v < "$f" 2>/dev/null || continue

@@ -128,6 +128,25 @@ add_rxe()
 	return 1
 }
 
+# Until no IPv6 address of DEV is tentative.  rdma_cm's address
+# resolution solicits a neighbour with no packet queued, so the solicitation
+# goes from the link-local address, and none goes at all while that is
+# still in duplicate address detection (ndisc_send_ns()): a first IPv6
+# connect in the seconds after the link came up waited for the
+# neighbour's retransmit timer, and went to TCP at the fallback timeout.
+wait_dad()
+{
+	local i
+
+	for ((i = 0; i < 300; i++)); do
+		[ -z "$(ip -6 addr show dev "$1" tentative)" ] && return 0
+		sleep 0.1
+	done
+	msg "$1: IPv6 addresses still tentative after 30 s:"
+	ip -6 addr show dev "$1"
+	return 1
+}
+
 # vm-run --pair: the one virtio NIC is the wire to the other guest.  MTU
 # 9000 makes rxe's active_mtu 4096, as on the veth.  IPv6 addresses are
 # kept across a link down, so a test that takes the link down and up again
@@ -153,7 +172,7 @@ setup_wire()
 	addr add $AFRDMA_SELF6/64 dev $AFRDMA_NIC nodad
 	link set $AFRDMA_NIC up
 	EOF
-	add_rxe "$AFRDMA_NIC"
+	add_rxe "$AFRDMA_NIC" && wait_dad "$AFRDMA_NIC"
 }
 
 [ -r "$CTL_DIR/env.sh" ] || { msg "no $CTL_DIR/env.sh"; finish 1; }
