@@ -403,6 +403,78 @@ TEST_F(fb, refused)
 	ASSERT_EQ(ECONNREFUSED, err);
 }
 
+struct relisten_race {
+	int fd, family;
+	volatile int stop;
+	int bad;
+};
+
+/* getsockname() while another thread stops and restarts the listener. */
+static void *names_reader(void *arg)
+{
+	struct relisten_race *r = arg;
+
+	while (!r->stop) {
+		struct sockaddr_storage ss;
+		socklen_t len = sizeof(ss);
+
+		/* AF_RDMA's names follow its address, which relisten resets. */
+		if (getsockname(r->fd, (struct sockaddr *)&ss, &len) ||
+		    (ss.ss_family != r->family && ss.ss_family != AF_INET))
+			__atomic_add_fetch(&r->bad, 1, __ATOMIC_RELAXED);
+	}
+	return NULL;
+}
+
+/*
+ * A listener on TCP alone (no RDMA device on its address) gets a new TCP
+ * side when listen() follows shutdown(); getsockname() must never see the
+ * old one freed (KASAN on make check-debug reports the use-after-free).
+ */
+TEST_F(fb, names_while_relistening)
+{
+	struct relisten_race r = { .family = variant->v6 ? AF_INET6 : AF_INET };
+	pthread_t readers[2];
+	int i, fails = 0;
+
+	r.fd = afrdma_listen_on(variant->t, no_rdma_addr(variant->v6), 0, 16, NULL);
+	ASSERT_LE(0, r.fd) TH_LOG("listen: %s", strerror(errno));
+	for (i = 0; i < 2; i++)
+		ASSERT_EQ(0, pthread_create(&readers[i], NULL, names_reader, &r));
+	for (i = 0; i < 500; i++) {
+		if (shutdown(r.fd, SHUT_RDWR) || listen(r.fd, 16))
+			fails++;
+	}
+	r.stop = 1;
+	for (i = 0; i < 2; i++)
+		pthread_join(readers[i], NULL);
+	close(r.fd);
+	EXPECT_EQ(0, fails) TH_LOG("shutdown or listen failed: %s", strerror(errno));
+	EXPECT_EQ(0, r.bad);
+}
+
+/*
+ * A socket whose connect went to TCP and was refused stays TCP's: listen()
+ * would bind a new TCP side that other threads' calls may still be using.
+ */
+TEST_F(fb, listen_after_tcp_refused)
+{
+	unsigned short port = self->port;
+	struct sockaddr_storage ss;
+	socklen_t len;
+
+	close(self->lfd);
+	self->lfd = -1;
+	len = afrdma_make_addr(&ss, no_rdma_addr(variant->v6), port);
+	self->cfd = afrdma_socket(variant->t, ss.ss_family, 0);
+	ASSERT_LE(0, self->cfd);
+	ASSERT_EQ(-1, connect(self->cfd, (struct sockaddr *)&ss, len));
+	ASSERT_EQ(ECONNREFUSED, errno);
+	ASSERT_EQ(AFRDMA_TRANSPORT_TCP, rdma_opt(self->cfd, AFRDMA_TRANSPORT));
+	ASSERT_EQ(-1, listen(self->cfd, 4));
+	ASSERT_EQ(EINVAL, errno);
+}
+
 /* net.afrdma.fallback=0, or AFRDMA_FALLBACK=0: the RDMA errors, no TCP side. */
 TEST_F(fb, off)
 {

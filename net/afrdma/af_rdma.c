@@ -411,7 +411,11 @@ static int afrdma_listen(struct socket *sock, int backlog)
 	int err = -EINVAL;
 
 	lock_sock(sk);
-	if (sock->state != SS_UNCONNECTED)
+	/*
+	 * A socket whose connect went to TCP belongs to its TCP side, which
+	 * lockless readers follow: a new bind would free it under them.
+	 */
+	if (sock->state != SS_UNCONNECTED || afrdma_on_tcp(sk))
 		goto out;
 	if (sk->sk_state == TCP_LISTEN) {
 		WRITE_ONCE(sk->sk_max_ack_backlog, backlog);
@@ -526,9 +530,13 @@ static int afrdma_getname(struct socket *sock, struct sockaddr *uaddr,
 	const struct sockaddr *src = NULL;
 	int len;
 
-	if (afrdma_on_tcp(sk) || (!peer && READ_ONCE(ars->tcp_only)))
-		return afrdma_fb_getname(sock, uaddr, peer);
+	/* listen() after shutdown() may replace ars->tcp: hold it still. */
 	lock_sock(sk);
+	if (afrdma_on_tcp(sk) || (!peer && ars->tcp_only)) {
+		len = afrdma_fb_getname(sock, uaddr, peer);
+		release_sock(sk);
+		return len;
+	}
 	if (peer) {
 		if (!ars->cm_id || sk->sk_state != TCP_ESTABLISHED) {
 			release_sock(sk);
