@@ -84,11 +84,11 @@ static int afrdma_init_sock(struct sock *sk)
 	afrdma_cm_resolve_init(sk);
 	afrdma_diag_add(sk);
 	afrdma_zc_init(sk);
-	ars->fallback = READ_ONCE(afrdma_net(sock_net(sk))->fallback);
+	WRITE_ONCE(ars->fallback, READ_ONCE(afrdma_net(sock_net(sk))->fallback));
 	if (sk->sk_destruct != afrdma_sk_destruct)
 		ars->base_destruct = sk->sk_destruct ? : inet_sock_destruct;
 	sk->sk_destruct = afrdma_sk_destruct;
-	sk->sk_state = TCP_CLOSE;
+	WRITE_ONCE(sk->sk_state, TCP_CLOSE);
 	afrdma_sockopt_init(sk);
 	return 0;
 }
@@ -147,7 +147,7 @@ void afrdma_sk_destroy_child(struct sock *sk)
 		rdma_disconnect(id);
 	if (ars->conn)
 		afrdma_conn_teardown(ars->conn);
-	sk->sk_state = TCP_CLOSE;
+	WRITE_ONCE(sk->sk_state, TCP_CLOSE);
 	sock_set_flag(sk, SOCK_DEAD);
 	release_sock(sk);
 	if (id) {
@@ -359,7 +359,7 @@ static int afrdma_connect(struct socket *sock, struct sockaddr *uaddr,
 			err = -EHOSTUNREACH;
 		if (err && !ars->fallback)
 			goto out;
-		sk->sk_state = TCP_SYN_SENT;
+		WRITE_ONCE(sk->sk_state, TCP_SYN_SENT);
 		sock->state = SS_CONNECTING;
 		if (err) {
 			if (afrdma_fb_connect(sk, AFRDMA_FB_NO_DEVICE))
@@ -449,7 +449,7 @@ static int afrdma_listen(struct socket *sock, int backlog)
 		goto out;
 	}
 	WRITE_ONCE(sk->sk_max_ack_backlog, backlog);
-	sk->sk_state = TCP_LISTEN;
+	WRITE_ONCE(sk->sk_state, TCP_LISTEN);
 out:
 	release_sock(sk);
 	return err;
@@ -506,7 +506,7 @@ static int afrdma_accept(AFRDMA_ACCEPT_PARAMS)
 	child = list_first_entry(&ars->accept_q, struct afrdma_sock,
 				 accept_node);
 	list_del_init(&child->accept_node);
-	ars->accept_len--;
+	WRITE_ONCE(ars->accept_len, ars->accept_len - 1);
 	release_sock(sk);
 
 	newsk = &child->inet.sk;
@@ -642,12 +642,12 @@ static struct rdma_cm_id *afrdma_listen_stop(struct sock *sk,
 	struct rdma_cm_id *id = ars->cm_id;
 
 	list_splice_init(&ars->accept_q, children);
-	ars->accept_len = 0;
+	WRITE_ONCE(ars->accept_len, 0);
 	ars->cm_id = NULL;
 	ars->bound = false;
 	WRITE_ONCE(ars->tcp_only, false);
 	afrdma_fb_unlisten(sk);
-	sk->sk_state = TCP_CLOSE;
+	WRITE_ONCE(sk->sk_state, TCP_CLOSE);
 	return id;
 }
 
@@ -782,7 +782,7 @@ static int afrdma_release(struct socket *sock)
 	}
 	if (conn)
 		afrdma_conn_teardown(conn);
-	sk->sk_state = TCP_CLOSE;
+	WRITE_ONCE(sk->sk_state, TCP_CLOSE);
 	sk->sk_shutdown = SHUTDOWN_MASK;
 	sock_orphan(sk);
 	release_sock(sk);

@@ -88,7 +88,7 @@ static void afrdma_cm_fail(struct sock *sk, int err)
 	if (ars->conn)
 		afrdma_conn_teardown(ars->conn);
 	WRITE_ONCE(sk->sk_err, err);
-	sk->sk_state = TCP_CLOSE;
+	WRITE_ONCE(sk->sk_state, TCP_CLOSE);
 	sk_error_report(sk);
 }
 
@@ -226,7 +226,7 @@ static int afrdma_cm_established(struct sock *sk, struct rdma_cm_event *ev)
 	WRITE_ONCE(ars->transport, AFRDMA_TRANSPORT_RDMA);
 	afrdma_diag_set_cm(sk, ars->cm_id);
 	afrdma_inc_stats(sk, AFRDMA_MIB_ACTIVE_OPENS);
-	sk->sk_state = TCP_ESTABLISHED;
+	WRITE_ONCE(sk->sk_state, TCP_ESTABLISHED);
 	sk->sk_state_change(sk);
 	return 0;
 }
@@ -245,7 +245,7 @@ static void afrdma_cm_disconnected(struct sock *sk)
 	if (conn && !conn->torn && conn->qp) {
 		ib_drain_qp(conn->qp);
 		spin_lock_bh(&conn->lock);
-		conn->dead = true;
+		WRITE_ONCE(conn->dead, true);
 		spin_unlock_bh(&conn->lock);
 		if (!conn->fin_rcvd) {
 			WRITE_ONCE(sk->sk_err, ECONNRESET);
@@ -253,7 +253,7 @@ static void afrdma_cm_disconnected(struct sock *sk)
 		}
 	}
 	sk->sk_shutdown |= SEND_SHUTDOWN;
-	sk->sk_state = TCP_CLOSE;
+	WRITE_ONCE(sk->sk_state, TCP_CLOSE);
 	sk_error_report(sk);
 }
 
@@ -343,13 +343,13 @@ static int afrdma_cm_child_event(struct sock *sk, struct rdma_cm_event *ev)
 	pars->pending_len--;
 	if (ev->event == RDMA_CM_EVENT_ESTABLISHED &&
 	    parent->sk_state == TCP_LISTEN) {
-		sk->sk_state = TCP_ESTABLISHED;
+		WRITE_ONCE(sk->sk_state, TCP_ESTABLISHED);
 		WRITE_ONCE(ars->transport, AFRDMA_TRANSPORT_RDMA);
 		if (ars->conn && sock_flag(sk, SOCK_KEEPOPEN))
 			afrdma_ka_set(ars->conn, true);
 		afrdma_inc_stats(sk, AFRDMA_MIB_PASSIVE_OPENS);
 		list_add_tail(&ars->accept_node, &pars->accept_q);
-		pars->accept_len++;
+		WRITE_ONCE(pars->accept_len, pars->accept_len + 1);
 		queued = true;
 		parent->sk_data_ready(parent);
 	}
@@ -363,7 +363,7 @@ static int afrdma_cm_child_event(struct sock *sk, struct rdma_cm_event *ev)
 	if (ars->conn)
 		afrdma_conn_teardown(ars->conn);
 	ars->cm_id = NULL;
-	sk->sk_state = TCP_CLOSE;
+	WRITE_ONCE(sk->sk_state, TCP_CLOSE);
 	sock_set_flag(sk, SOCK_DEAD);
 	return 2;
 }
@@ -392,7 +392,7 @@ static int afrdma_cm_request(struct sock *lsk, struct rdma_cm_id *id,
 	if (!sk)
 		goto reject;
 	ars = afrdma_sk(sk);
-	sk->sk_state = TCP_SYN_RECV;
+	WRITE_ONCE(sk->sk_state, TCP_SYN_RECV);
 	conn = afrdma_conn_create(sk, id, peer.flags & AFRDMA_CM_GROW);
 	if (IS_ERR(conn))
 		goto drop;
@@ -418,7 +418,7 @@ static int afrdma_cm_request(struct sock *lsk, struct rdma_cm_id *id,
 	return 0;
 
 drop:
-	sk->sk_state = TCP_CLOSE;
+	WRITE_ONCE(sk->sk_state, TCP_CLOSE);
 	sock_set_flag(sk, SOCK_DEAD);
 	sock_put(sk);
 reject:

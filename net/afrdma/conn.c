@@ -141,7 +141,7 @@ static unsigned int afrdma_rx_add(struct afrdma_conn *conn, unsigned int n)
 	}
 	n = i;
 	spin_lock_bh(&conn->lock);
-	conn->rx_slots = first + n;
+	WRITE_ONCE(conn->rx_slots, first + n);
 	spin_unlock_bh(&conn->lock);
 	for (i = 0; i < n; i++)
 		if (afrdma_rx_post(conn, conn->rx[first + i]))
@@ -163,7 +163,7 @@ static int afrdma_alloc_bufs(struct afrdma_conn *conn, unsigned int tx)
 		conn->tx[i] = afrdma_tx_slot_new(conn);
 		if (!conn->tx[i])
 			return -ENOMEM;
-		conn->tx_slots = i + 1;
+		WRITE_ONCE(conn->tx_slots, i + 1);
 	}
 
 	conn->ctrl_buf = afrdma_map_buf(ibdev,
@@ -234,9 +234,9 @@ static int afrdma_create_qp(struct afrdma_conn *conn, unsigned int want)
 		return err;
 	conn->qp = conn->cm_id->qp;
 	got = attr.cap.max_inline_data;
-	conn->tx_inline = got > hdr ? min(want, got - hdr) : 0;
-	conn->zc_pages = min_t(u32, attr.cap.max_send_sge,
-			       AFRDMA_ZC_MAX_SGE) - 1;
+	WRITE_ONCE(conn->tx_inline, got > hdr ? min(want, got - hdr) : 0);
+	WRITE_ONCE(conn->zc_pages,
+		   min_t(u32, attr.cap.max_send_sge, AFRDMA_ZC_MAX_SGE) - 1);
 	conn->rd_sge = clamp_t(u32, ibdev->attrs.max_sge_rd, 1,
 			       attr.cap.max_send_sge);
 	/*
@@ -262,21 +262,21 @@ static int afrdma_create_qp(struct afrdma_conn *conn, unsigned int want)
 static void afrdma_conn_size(struct afrdma_conn *conn, const struct sock *sk)
 {
 	const struct afrdma_net *an = afrdma_net(sock_net(sk));
+	unsigned int rx_max = READ_ONCE(an->rx_slots);
+	unsigned int tx_max = READ_ONCE(an->tx_slots);
 	unsigned int size = READ_ONCE(an->slot_size);
 
 	conn->rx_slot_size = size;
 	conn->tx_slot_size = size;
-	conn->rx_max = READ_ONCE(an->rx_slots);
-	conn->tx_max = READ_ONCE(an->tx_slots);
 	/* The core doubles what the program asked for; undo that. */
 	if (sk->sk_userlocks & SOCK_RCVBUF_LOCK)
-		conn->rx_max = clamp_t(unsigned int,
-				       READ_ONCE(sk->sk_rcvbuf) / 2 / size,
-				       AFRDMA_MIN_SLOTS, conn->rx_max);
+		rx_max = clamp_t(unsigned int, READ_ONCE(sk->sk_rcvbuf) / 2 / size,
+				 AFRDMA_MIN_SLOTS, rx_max);
 	if (sk->sk_userlocks & SOCK_SNDBUF_LOCK)
-		conn->tx_max = clamp_t(unsigned int,
-				       READ_ONCE(sk->sk_sndbuf) / 2 / size,
-				       AFRDMA_MIN_SLOTS, conn->tx_max);
+		tx_max = clamp_t(unsigned int, READ_ONCE(sk->sk_sndbuf) / 2 / size,
+				 AFRDMA_MIN_SLOTS, tx_max);
+	WRITE_ONCE(conn->rx_max, rx_max);
+	WRITE_ONCE(conn->tx_max, tx_max);
 }
 
 /*
@@ -367,17 +367,17 @@ struct afrdma_conn *afrdma_conn_create(struct sock *sk, struct rdma_cm_id *id,
 	conn->sk = sk;
 	conn->cm_id = id;
 	start = READ_ONCE(afrdma_debug_counter_start);
-	conn->tx_head = start;
-	conn->tx_tail = start;
-	conn->ctrl_head = start;
-	conn->ctrl_tail = start;
+	WRITE_ONCE(conn->tx_head, start);
+	WRITE_ONCE(conn->tx_tail, start);
+	WRITE_ONCE(conn->ctrl_head, start);
+	WRITE_ONCE(conn->ctrl_tail, start);
 	afrdma_ka_init(conn);
 	afrdma_conn_size(conn, sk);
 	initial = READ_ONCE(an->initial_slots);
 	rx = grow ? min(initial, conn->rx_max) : conn->rx_max;
 	tx = min(initial, conn->tx_max);
 	/* What our private data offers; set before any receive is posted. */
-	conn->peer_credits = rx;
+	WRITE_ONCE(conn->peer_credits, rx);
 	spin_lock_init(&conn->lock);
 	INIT_LIST_HEAD(&conn->rx_ready);
 	INIT_LIST_HEAD(&conn->dev_node);
@@ -442,14 +442,14 @@ int afrdma_conn_start(struct afrdma_conn *conn,
 	bool grows = peer->flags & AFRDMA_CM_GROW;
 
 	spin_lock_bh(&conn->lock);
-	conn->peer_rx_slots = grows ? AFRDMA_MAX_SLOTS : peer->rx_slots;
+	WRITE_ONCE(conn->peer_rx_slots, grows ? AFRDMA_MAX_SLOTS : peer->rx_slots);
 	conn->rzc = peer->flags & AFRDMA_CM_RZC;
-	conn->tx_credits = peer->rx_slots;
-	conn->tx_payload = min_t(unsigned int, conn->tx_slot_size,
-				 peer->rx_slot_size) -
-			   sizeof(struct afrdma_msg_hdr);
+	WRITE_ONCE(conn->tx_credits, peer->rx_slots);
+	WRITE_ONCE(conn->tx_payload,
+		   min_t(unsigned int, conn->tx_slot_size, peer->rx_slot_size) -
+		   sizeof(struct afrdma_msg_hdr));
 	if (!grows)
-		conn->rx_max = conn->rx_slots;
+		WRITE_ONCE(conn->rx_max, conn->rx_slots);
 	spin_unlock_bh(&conn->lock);
 	afrdma_conn_show_bufs(conn);
 	return 0;
@@ -528,9 +528,9 @@ void afrdma_conn_teardown(struct afrdma_conn *conn)
 	conn->pd = NULL;
 
 	spin_lock_bh(&conn->lock);
-	conn->dead = true;
+	WRITE_ONCE(conn->dead, true);
 	INIT_LIST_HEAD(&conn->rx_ready);
-	conn->rx_bytes = 0;
+	WRITE_ONCE(conn->rx_bytes, 0);
 	spin_unlock_bh(&conn->lock);
 
 	afrdma_free_rx(conn);
@@ -538,7 +538,7 @@ void afrdma_conn_teardown(struct afrdma_conn *conn)
 	afrdma_device_detach(conn);
 	afrdma_device_put(conn->dev);
 	atomic_dec(&afrdma_net(sock_net(conn->sk))->conns);
-	conn->torn = true;
+	WRITE_ONCE(conn->torn, true);
 }
 
 void afrdma_conn_free(struct afrdma_conn *conn)
@@ -565,7 +565,7 @@ void afrdma_conn_abort(struct sock *sk, int err)
 		afrdma_conn_teardown(conn);
 		WRITE_ONCE(sk->sk_err, err);
 		sk->sk_shutdown = SHUTDOWN_MASK;
-		sk->sk_state = TCP_CLOSE;
+		WRITE_ONCE(sk->sk_state, TCP_CLOSE);
 		sk_error_report(sk);
 	}
 	release_sock(sk);
@@ -579,7 +579,7 @@ void afrdma_conn_fatal(struct afrdma_conn *conn, int err)
 
 	spin_lock(&conn->lock);
 	was_dead = conn->dead;
-	conn->dead = true;
+	WRITE_ONCE(conn->dead, true);
 	spin_unlock(&conn->lock);
 	if (!was_dead)
 		afrdma_inc_stats(sk, AFRDMA_MIB_RESETS);

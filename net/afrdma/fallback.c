@@ -261,7 +261,7 @@ int afrdma_fb_connect(struct sock *sk, int reason)
 	if (err)
 		goto fail;
 	afrdma_fb_copy_sockopts(sk, ars->tcp);
-	ars->fb_reason = reason;
+	WRITE_ONCE(ars->fb_reason, reason);
 	WRITE_ONCE(ars->transport, AFRDMA_TRANSPORT_TCP);
 	len = afrdma_fb_addr(ars->tcp, &ars->daddr, &addr);
 	err = kernel_connect(ars->tcp, (struct sockaddr *)&addr, len,
@@ -273,7 +273,7 @@ int afrdma_fb_connect(struct sock *sk, int reason)
 
 fail:
 	WRITE_ONCE(sk->sk_err, -err);
-	sk->sk_state = TCP_CLOSE;
+	WRITE_ONCE(sk->sk_state, TCP_CLOSE);
 	sk_error_report(sk);
 	return err;
 }
@@ -315,11 +315,11 @@ void afrdma_fb_sync(struct sock *sk)
 		/* SO_ERROR is read from @sk: move the error there. */
 		err = sock_error(tsk) ? : -ECONNREFUSED;
 		WRITE_ONCE(sk->sk_err, -err);
-		sk->sk_state = TCP_CLOSE;
+		WRITE_ONCE(sk->sk_state, TCP_CLOSE);
 		afrdma_inc_stats(sk, AFRDMA_MIB_CONNECT_FAILED);
 		return;
 	default:
-		sk->sk_state = TCP_ESTABLISHED;
+		WRITE_ONCE(sk->sk_state, TCP_ESTABLISHED);
 		afrdma_fb_diag_names(sk);
 		return;
 	}
@@ -433,9 +433,9 @@ int afrdma_fb_accept(struct sock *lsk, struct sock **newsk)
 	ars = afrdma_sk(sk);
 	afrdma_fb_attach(sk, tcp, lars);
 	afrdma_fb_copy_sockopts(sk, tcp);
-	ars->fb_reason = AFRDMA_FB_PEER_TCP;
+	WRITE_ONCE(ars->fb_reason, AFRDMA_FB_PEER_TCP);
 	WRITE_ONCE(ars->transport, AFRDMA_TRANSPORT_TCP);
-	sk->sk_state = TCP_ESTABLISHED;
+	WRITE_ONCE(sk->sk_state, TCP_ESTABLISHED);
 	afrdma_fb_diag_names(sk);
 	afrdma_inc_stats(sk, AFRDMA_MIB_FALLBACK_PASSIVE);
 	afrdma_inc_stats(sk, AFRDMA_MIB_FALLBACK_REASON +

@@ -126,7 +126,7 @@ void afrdma_ka_init(struct afrdma_conn *conn)
 {
 	timer_setup(&conn->ka_timer, afrdma_ka_timer, 0);
 	conn->ka_cqe.done = afrdma_ka_done;
-	conn->ka_last = jiffies;
+	WRITE_ONCE(conn->ka_last, jiffies);
 }
 
 /*

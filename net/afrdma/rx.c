@@ -95,14 +95,14 @@ void afrdma_rx_done(struct ib_cq *cq, struct ib_wc *wc)
 		spin_unlock(&conn->lock);
 		goto proto_err;
 	}
-	conn->peer_credits--;
+	WRITE_ONCE(conn->peer_credits, conn->peer_credits - 1);
 	/* Out of credits for data: our ring holds the peer back. */
 	if (conn->peer_credits <= 1 && conn->rx_slots < conn->rx_max &&
 	    !conn->rx_grow) {
 		conn->rx_grow = true;
 		grow = true;
 	}
-	conn->tx_credits += msg.credits;
+	WRITE_ONCE(conn->tx_credits, conn->tx_credits + msg.credits);
 	conn->rx_lone_last = msg.type == AFRDMA_MSG_CREDIT && msg.credits < 2;
 	conn->rx_rddone_last = msg.type == AFRDMA_MSG_RDDONE;
 	if (msg.type == AFRDMA_MSG_SRCAVAIL) {
@@ -113,15 +113,15 @@ void afrdma_rx_done(struct ib_cq *cq, struct ib_wc *wc)
 		msg.len = msg.src_len;
 	}
 	if (msg.type == AFRDMA_MSG_DATA || msg.type == AFRDMA_MSG_SRCAVAIL) {
-		slot->src = msg.type == AFRDMA_MSG_SRCAVAIL;
+		WRITE_ONCE(slot->src, msg.type == AFRDMA_MSG_SRCAVAIL);
 		slot->len = msg.len;
 		slot->off = 0;
 		list_add_tail(&slot->node, &conn->rx_ready);
-		conn->rx_bytes += msg.len;
+		WRITE_ONCE(conn->rx_bytes, conn->rx_bytes + msg.len);
 		afrdma_add_stats(sk, AFRDMA_MIB_BYTES_RECEIVED, msg.len);
 		readable = true;
 	} else if (msg.type == AFRDMA_MSG_FIN) {
-		conn->fin_rcvd = true;
+		WRITE_ONCE(conn->fin_rcvd, true);
 		readable = true;
 	}
 	spin_unlock(&conn->lock);
@@ -283,7 +283,7 @@ int afrdma_recvmsg(struct socket *sock, struct msghdr *msg, size_t len,
 
 			spin_lock_bh(&conn->lock);
 			slot->off += chunk;
-			conn->rx_bytes -= chunk;
+			WRITE_ONCE(conn->rx_bytes, conn->rx_bytes - chunk);
 			conn->rx_taken += chunk;
 			if (slot->off == slot->len) {
 				list_del_init(&slot->node);

@@ -125,7 +125,7 @@ static void afrdma_rzc_inv_done(struct ib_cq *cq, struct ib_wc *wc)
 	}
 	afrdma_rzc_unmap(conn, src);
 	spin_lock(&conn->lock);
-	conn->src = NULL;
+	WRITE_ONCE(conn->src, NULL);
 	spin_unlock(&conn->lock);
 	afrdma_rzc_free(src);
 	afrdma_tx_fin(conn);
@@ -247,19 +247,19 @@ static int afrdma_rzc_post_locked(struct afrdma_conn *conn,
 		 * teardown after the drain.
 		 */
 		if (bad_wr != &reg.wr)
-			conn->src = src;
+			WRITE_ONCE(conn->src, src);
 		else
 			afrdma_rzc_unmap(conn, src);
 		return -EPIPE;
 	}
 	src->uarg = uarg;
 	net_zcopy_get(uarg);
-	conn->src = src;
+	WRITE_ONCE(conn->src, src);
 	slot->len = 0;
 	afrdma_inc_stats(conn->sk, AFRDMA_MIB_SRCAVAIL_SENT);
 	afrdma_add_stats(conn->sk, AFRDMA_MIB_BYTES_SENT, src->len);
 	afrdma_tx_posted_locked(conn);
-	conn->tx_credits--;
+	WRITE_ONCE(conn->tx_credits, conn->tx_credits - 1);
 	afrdma_credits_sent_locked(conn);
 	return 0;
 }
@@ -303,7 +303,7 @@ int afrdma_rzc_send(struct sock *sk, struct afrdma_conn *conn,
 		goto out;
 	err = afrdma_rzc_post_locked(conn, src, uarg);
 	if (err == -EPIPE) {
-		conn->dead = true;
+		WRITE_ONCE(conn->dead, true);
 		if (conn->src == src)
 			*srcp = NULL;
 	}
@@ -348,7 +348,7 @@ void afrdma_rzc_teardown(struct afrdma_conn *conn)
 {
 	struct afrdma_rzc_src *src = conn->src;
 
-	conn->src = NULL;
+	WRITE_ONCE(conn->src, NULL);
 	if (src && src->mr) {
 		ib_mr_pool_put(conn->qp, &conn->qp->rdma_mrs, src->mr);
 		src->mr = NULL;

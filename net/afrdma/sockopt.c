@@ -123,7 +123,7 @@ void afrdma_sockopt_clone(struct sock *sk, const struct sock *parent)
 	memcpy(ars->tcp_congestion, pars->tcp_congestion,
 	       sizeof(ars->tcp_congestion));
 	sk->sk_ipv6only = parent->sk_ipv6only;
-	ars->fallback = pars->fallback;
+	WRITE_ONCE(ars->fallback, pars->fallback);
 }
 
 static int afrdma_get_int(sockptr_t optval, unsigned int optlen, int *val)
@@ -168,7 +168,7 @@ static int afrdma_set_rdma(struct sock *sk, int optname, sockptr_t optval,
 	if (ars->cm_id || ars->tcp || sk->sk_state != TCP_CLOSE)
 		err = -EISCONN;
 	else
-		ars->fallback = !!val;
+		WRITE_ONCE(ars->fallback, !!val);
 	release_sock(sk);
 	return err;
 }

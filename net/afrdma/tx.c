@@ -123,7 +123,7 @@ static int afrdma_ctrl_post_locked(struct afrdma_conn *conn, unsigned int type)
 		return err;
 	afrdma_inc_stats(conn->sk, AFRDMA_MIB_CTRL_SENDS);
 	WRITE_ONCE(conn->ctrl_head, conn->ctrl_head + 1);
-	conn->tx_credits--;
+	WRITE_ONCE(conn->tx_credits, conn->tx_credits - 1);
 	afrdma_credits_sent_locked(conn);
 	return 0;
 }
@@ -131,7 +131,7 @@ static int afrdma_ctrl_post_locked(struct afrdma_conn *conn, unsigned int type)
 /* The message just posted carried every credit owed.  conn->lock held. */
 void afrdma_credits_sent_locked(struct afrdma_conn *conn)
 {
-	conn->peer_credits += conn->rx_owed;
+	WRITE_ONCE(conn->peer_credits, conn->peer_credits + conn->rx_owed);
 	conn->rx_owed = 0;
 }
 
@@ -223,16 +223,16 @@ static int afrdma_tx_push_locked(struct afrdma_conn *conn)
 	err = afrdma_post_send(conn, slot, AFRDMA_HDR_LEN + conn->tx_pending);
 	if (err) {
 		/* Only an errored QP refuses: the data would never go. */
-		conn->dead = true;
+		WRITE_ONCE(conn->dead, true);
 		return err;
 	}
 	slot->len = conn->tx_pending;
 	afrdma_inc_stats(conn->sk, AFRDMA_MIB_DATA_SENDS);
 	afrdma_add_stats(conn->sk, AFRDMA_MIB_BYTES_SENT, slot->len);
-	conn->tx_pending = 0;
+	WRITE_ONCE(conn->tx_pending, 0);
 	conn->tx_push = false;
 	afrdma_tx_posted_locked(conn);
-	conn->tx_credits--;
+	WRITE_ONCE(conn->tx_credits, conn->tx_credits - 1);
 	afrdma_credits_sent_locked(conn);
 	return 0;
 }
@@ -261,7 +261,7 @@ static int afrdma_tx_kick_locked(struct afrdma_conn *conn)
 	if (!err && conn->fin_pending && !conn->fin_sent &&
 	    !conn->tx_pending && !afrdma_ctrl_post_locked(conn, AFRDMA_MSG_FIN)) {
 		conn->fin_pending = false;
-		conn->fin_sent = true;
+		WRITE_ONCE(conn->fin_sent, true);
 	}
 	return err;
 }
@@ -326,7 +326,7 @@ void afrdma_tx_init(struct afrdma_conn *conn)
 void afrdma_tx_stop(struct afrdma_conn *conn)
 {
 	spin_lock_bh(&conn->lock);
-	conn->dead = true;
+	WRITE_ONCE(conn->dead, true);
 	spin_unlock_bh(&conn->lock);
 	timer_shutdown_sync(&conn->cork_timer);
 }
@@ -387,7 +387,7 @@ void afrdma_tx_done(struct ib_cq *cq, struct ib_wc *wc)
 		slot->zc = NULL;
 	}
 	spin_lock(&conn->lock);
-	conn->tx_unacked -= slot->len;
+	WRITE_ONCE(conn->tx_unacked, conn->tx_unacked - slot->len);
 	spin_unlock(&conn->lock);
 	/* Nagle's wait ends when the last SEND in flight completes. */
 	if (afrdma_send_done(wc, &conn->tx_tail))
@@ -454,15 +454,15 @@ static int afrdma_tx_zc(struct afrdma_conn *conn, struct afrdma_zc_send *zs,
 	if (err) {
 		/* As for a copied SEND: only an errored QP refuses. */
 		if (err == -EPIPE)
-			conn->dead = true;
+			WRITE_ONCE(conn->dead, true);
 		goto out;
 	}
 	slot->len = len;
 	afrdma_inc_stats(conn->sk, AFRDMA_MIB_DATA_SENDS);
 	afrdma_add_stats(conn->sk, AFRDMA_MIB_BYTES_SENT, len);
-	conn->tx_unacked += len;
+	WRITE_ONCE(conn->tx_unacked, conn->tx_unacked + len);
 	afrdma_tx_posted_locked(conn);
-	conn->tx_credits--;
+	WRITE_ONCE(conn->tx_credits, conn->tx_credits - 1);
 	afrdma_credits_sent_locked(conn);
 out:
 	spin_unlock_bh(&conn->lock);
@@ -622,8 +622,8 @@ int afrdma_sendmsg(struct socket *sock, struct msghdr *msg, size_t len)
 
 			spin_lock_bh(&conn->lock);
 			conn->tx_filling = false;
-			conn->tx_pending += copied;
-			conn->tx_unacked += copied;
+			WRITE_ONCE(conn->tx_pending, conn->tx_pending + copied);
+			WRITE_ONCE(conn->tx_unacked, conn->tx_unacked + copied);
 			conn->tx_more = !!(flags & MSG_MORE);
 			err = afrdma_tx_push_locked(conn);
 			afrdma_tx_arm_locked(conn);
