@@ -418,9 +418,8 @@ static void *names_reader(void *arg)
 		struct sockaddr_storage ss;
 		socklen_t len = sizeof(ss);
 
-		/* AF_RDMA's names follow its address, which relisten resets. */
 		if (getsockname(r->fd, (struct sockaddr *)&ss, &len) ||
-		    (ss.ss_family != r->family && ss.ss_family != AF_INET))
+		    ss.ss_family != r->family)
 			__atomic_add_fetch(&r->bad, 1, __ATOMIC_RELAXED);
 	}
 	return NULL;
@@ -451,6 +450,58 @@ TEST_F(fb, names_while_relistening)
 	close(r.fd);
 	EXPECT_EQ(0, fails) TH_LOG("shutdown or listen failed: %s", strerror(errno));
 	EXPECT_EQ(0, r.bad);
+}
+
+static int name_of(int fd, struct sockaddr_storage *ss)
+{
+	socklen_t len = sizeof(*ss);
+
+	memset(ss, 0, sizeof(*ss));
+	return getsockname(fd, (struct sockaddr *)ss, &len);
+}
+
+/*
+ * listen() after shutdown() binds again where bind() said, as TCP does:
+ * the same address, and the same port when bind() named one.
+ */
+TEST_F(fb, relisten_keeps_address)
+{
+	struct sockaddr_storage a, b;
+	int i, fd;
+
+	close(self->lfd);
+	self->lfd = -1;
+	for (i = 0; i < 2; i++) {
+		unsigned short port = i ? self->port : 0;
+
+		fd = afrdma_listen_on(variant->t, test_addr(variant->v6), port, 16, NULL);
+		ASSERT_LE(0, fd) TH_LOG("listen on port %u: %s", port, strerror(errno));
+		ASSERT_EQ(0, name_of(fd, &a));
+		ASSERT_EQ(0, shutdown(fd, SHUT_RDWR));
+		ASSERT_EQ(0, listen(fd, 16));
+		ASSERT_EQ(0, name_of(fd, &b));
+		ASSERT_EQ(a.ss_family, b.ss_family);
+		if (port) {
+			ASSERT_EQ(0, memcmp(&a, &b, sizeof(a)));
+		} else if (a.ss_family == AF_INET6) {
+			ASSERT_EQ(0, memcmp(&((struct sockaddr_in6 *)&a)->sin6_addr,
+					    &((struct sockaddr_in6 *)&b)->sin6_addr,
+					    sizeof(struct in6_addr)));
+		} else {
+			ASSERT_EQ(((struct sockaddr_in *)&a)->sin_addr.s_addr,
+				  ((struct sockaddr_in *)&b)->sin_addr.s_addr);
+		}
+		self->cfd = afrdma_connect_to(variant->t, test_addr(variant->v6),
+					      afrdma_addr_port(&b));
+		ASSERT_LE(0, self->cfd) TH_LOG("connect: %s", strerror(errno));
+		self->sfd = accept(fd, NULL, NULL);
+		ASSERT_LE(0, self->sfd);
+		EXPECT_EQ(AFRDMA_TRANSPORT_RDMA, rdma_opt(self->cfd, AFRDMA_TRANSPORT));
+		close(self->sfd);
+		close(self->cfd);
+		close(fd);
+		self->sfd = self->cfd = -1;
+	}
 }
 
 /*

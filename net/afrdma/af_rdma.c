@@ -309,7 +309,10 @@ static int afrdma_bind(struct socket *sock, struct sockaddr *uaddr, int len)
 	if (sk->sk_state != TCP_CLOSE || sock->state != SS_UNCONNECTED ||
 	    ars->bound || ars->tcp)
 		goto out;
+	memcpy(&ars->bind_addr, &addr, sizeof(addr));
 	err = afrdma_do_bind(sk, &addr);
+	if (err)
+		memset(&ars->bind_addr, 0, sizeof(ars->bind_addr));
 out:
 	release_sock(sk);
 	return err;
@@ -424,14 +427,19 @@ static int afrdma_listen(struct socket *sock, int backlog)
 	}
 	if (sk->sk_state != TCP_CLOSE || ars->conn)
 		goto out;
-	if (!ars->bound && ars->fallback) {
-		/* Both sides need the same port: pick it now. */
-		struct sockaddr_storage any = {
+	if (!ars->bound && (ars->fallback || ars->bind_addr.ss_family)) {
+		/*
+		 * Both sides need the same port: pick it now.  After shutdown()
+		 * a listener binds again where bind() said, as TCP keeps it.
+		 */
+		struct sockaddr_storage addr = {
 			.ss_family = sk->sk_family == AF_INET6 ? AF_INET6 :
 								AF_INET,
 		};
 
-		err = afrdma_do_bind(sk, &any);
+		if (ars->bind_addr.ss_family)
+			memcpy(&addr, &ars->bind_addr, sizeof(addr));
+		err = afrdma_do_bind(sk, &addr);
 		if (err)
 			goto out;
 	}
@@ -545,6 +553,9 @@ static int afrdma_getname(struct socket *sock, struct sockaddr *uaddr,
 		src = (struct sockaddr *)&ars->cm_id->route.addr.dst_addr;
 	} else if (ars->cm_id) {
 		src = (struct sockaddr *)&ars->cm_id->route.addr.src_addr;
+	} else if (ars->bind_addr.ss_family) {
+		/* A stopped listener keeps bind()'s address, as TCP does. */
+		src = (struct sockaddr *)&ars->bind_addr;
 	}
 	len = afrdma_put_addr(sk, uaddr, src);
 	release_sock(sk);
