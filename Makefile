@@ -1,8 +1,11 @@
 # SPDX-License-Identifier: GPL-2.0
 #
-# afrdma top-level build.
+# afrdma top-level build.  "make help" prints the targets listed here.
 #
-#   make [KDIR=...] [W=1] [C=2]   module (net/afrdma/afrdma.ko) and tools
+#   make [KDIR=...] [W=1] [C=2]   module (net/afrdma/afrdma.ko), tools and selftests
+#   make module | tools | selftests
+#                                 one of those only
+#   make deps                     install the Debian packages .ci/deps lists (sudo)
 #   make check [CHECK_KRELS=...]  build for the Debian kernels .ci/deps installs
 #                                 (or those given), test in a VM
 #   make check-debug [DEBUG_TESTS=...]
@@ -19,6 +22,7 @@
 #   make uninstall
 #   make fuzz [FUZZ_SECONDS=60]   libFuzzer on the wire-format parser
 #   make clean
+#   make help                     this list
 #
 # Without KDIR the running kernel's build tree is used.
 
@@ -46,7 +50,7 @@ MANS	:= man/afrdma.7 man/afrdma.8 man/afrdma-run.1 man/afrdma-perf.1
 CHECK_KRELS ?=
 
 .PHONY: all module tools selftests check check-debug stress demo bench clean kdir-check deps \
-	install install-module install-user uninstall fuzz
+	install install-module install-user uninstall fuzz help
 
 all: module tools selftests
 
@@ -94,6 +98,14 @@ tools/afrdma-run: tools/afrdma-run.in
 
 selftests:
 	$(MAKE) -C selftests
+
+deps:
+	@./tools/install-deps
+
+# The list at the top of this file, without its comment marks.
+help:
+	@sed -n 's/^#   //p' $(firstword $(MAKEFILE_LIST))
+	@echo "Documentation: README.md, then Documentation/index.rst."
 
 check:
 	@./tools/testing/check $(CHECK_KRELS)

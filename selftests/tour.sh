@@ -1,11 +1,12 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# The README's operator's tour, step by step: RDMA devices, sysctls,
-# `afrdma ss` with an RDMA connection and two fallen-back ones, `afrdma
-# stats` (and -j), and the fallback switched off.  Each step prints its
-# command and output (as TAP comments: the README shows them) and checks
-# what the README says about it.  Prints TAP.  Needs the module loaded.
+# The operator's tour of Documentation/operations.rst, step by step: RDMA
+# devices, sysctls, `afrdma ss` with an RDMA connection and two fallen-back
+# ones, `afrdma stats` (and -j), and the fallback switched off.  Each step
+# prints its command and output (as TAP comments: the documentation shows
+# them) and checks what the documentation says about it.  Prints TAP.
+# Needs the module loaded.
 set -u
 cd "$(dirname "$0")/.." || exit 1
 . selftests/lib.sh

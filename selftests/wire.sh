@@ -27,7 +27,8 @@ ctl_port=5299
 out=${AFRDMA_OUTDIR:-/tmp}
 perf=./tools/afrdma-perf
 # A stream that has not finished after this long counts as hung.  The
-# slowest case (20 ms delay) moved 64 MiB in well under this; see README.
+# slowest case (20 ms delay) moved 64 MiB in well under this (see
+# Documentation/reliability.rst).
 xfer_timeout=${AFRDMA_WIRE_TIMEOUT:-300}
 # How long A's send may stay blocked after B is gone: RC gives up after 7
 # sends 1.07 s apart (net/afrdma/cm.c), so this leaves a wide margin.

@@ -43,7 +43,7 @@
 #define AFRDMA_RC_RETRIES	6
 #define AFRDMA_ACK_TIMEOUT	19
 #define AFRDMA_ZC_MIN		(16 * 1024)
-/* Payload bytes a SEND may carry inline: off by default (README), at most. */
+/* Payload bytes a SEND may carry inline: off by default (Documentation/tuning.rst), at most. */
 #define AFRDMA_INLINE		0
 #define AFRDMA_INLINE_MAX	1024
 /* Send gather entries: a header and up to 16 user pages per SEND. */

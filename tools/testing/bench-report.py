@@ -3,7 +3,7 @@
 #
 # Host side of "make bench": parse what tools/testing/bench-guest.sh kept
 # (cases.tsv and the tools' own output in raw/), and write the table to
-# stdout, bench.json, bench.md (the table for the README) and bench.png.
+# stdout, bench.json, bench.md (the table for Documentation/benchmarks.rst) and bench.png.
 # With --smoke it checks only that every tool ran and gave a number (and
 # that the zero-copy cases took the zero-copy paths), for "make check",
 # and prints "# bench: PASSED FAILED SKIPPED" last.
