@@ -870,6 +870,199 @@ TEST_F(api, linger)
 	ASSERT_EQ(0, recv(self->sfd, in, 1, 0));
 }
 
+/*
+ * close_returns_at_once: an event loop fills 100 non-blocking connections
+ * to a reader that does not read yet (small receive buffers, so that each
+ * sender holds data and its FIN back for want of the reader's room), then
+ * closes them all.  As TCP's, every close returns at once and the data is
+ * delivered in the background: the reader, which starts reading once the
+ * closes are done (or at a deadline that only a close waiting for it can
+ * reach), gets every byte and then EOF.  TCP runs the same as the control.
+ */
+#define ORPHANS		100
+#define ORPHAN_BUF	(64 * 1024)	/* afrdma: 4 buffers of 16 KiB */
+#define ORPHAN_CAP	(8 << 20)	/* bytes a connection may take, at most */
+#define ORPHAN_WAIT_S	5		/* the reader's deadline */
+
+struct orphan_reader {
+	int			fd[ORPHANS];
+	long long		sent[ORPHANS];
+	pthread_mutex_t		lock;
+	pthread_cond_t		cond;
+	bool			closed;		/* every client closed */
+	bool			timed_out;	/* the deadline came first */
+	int			bad;		/* connections not delivered whole */
+	char			why[160];
+};
+
+static double orphan_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static unsigned char orphan_byte(int i, long long off)
+{
+	return (unsigned char)((off * 131 + i * 7 + (off >> 9)) & 0xff);
+}
+
+static void *orphan_read(void *arg)
+{
+	struct orphan_reader *r = arg;
+	struct timeval tv = { .tv_sec = 30 };
+	static unsigned char buf[65536];
+	struct timespec end;
+	int i;
+
+	clock_gettime(CLOCK_REALTIME, &end);
+	end.tv_sec += ORPHAN_WAIT_S;
+	pthread_mutex_lock(&r->lock);
+	while (!r->closed)
+		if (pthread_cond_timedwait(&r->cond, &r->lock, &end) == ETIMEDOUT) {
+			r->timed_out = !r->closed;
+			break;
+		}
+	pthread_mutex_unlock(&r->lock);
+
+	for (i = 0; i < ORPHANS; i++) {
+		long long got = 0;
+		ssize_t n, k;
+
+		setsockopt(r->fd[i], SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+		while ((n = recv(r->fd[i], buf, sizeof(buf), 0)) > 0) {
+			for (k = 0; k < n; k++)
+				if (buf[k] != orphan_byte(i, got + k))
+					break;
+			if (k < n) {
+				n = -2;
+				break;
+			}
+			got += n;
+		}
+		if (n || got != r->sent[i]) {
+			if (!r->bad++)
+				snprintf(r->why, sizeof(r->why),
+					 "connection %d: %lld of %lld bytes, then %s",
+					 i, got, r->sent[i], n == -2 ? "wrong data" :
+					 n < 0 ? strerror(errno) : "EOF");
+		}
+		close(r->fd[i]);
+	}
+	return NULL;
+}
+
+/* Sends on every writable client until none has become writable for 0.5 s. */
+static int orphan_fill(int *cfd, struct orphan_reader *r)
+{
+	static unsigned char buf[16384];
+	struct pollfd pfd[ORPHANS];
+	int i, n;
+
+	for (;;) {
+		for (i = 0; i < ORPHANS; i++)
+			pfd[i] = (struct pollfd){ .fd = cfd[i], .events = POLLOUT };
+		n = poll(pfd, ORPHANS, 500);
+		if (n <= 0)
+			return n;
+		for (i = 0; i < ORPHANS; i++) {
+			ssize_t s;
+			int k;
+
+			if (pfd[i].revents & (POLLERR | POLLHUP))
+				return -1;
+			if (!(pfd[i].revents & POLLOUT))
+				continue;
+			do {
+				if (r->sent[i] >= ORPHAN_CAP)
+					return -1;	/* the reader never filled */
+				for (k = 0; k < (int)sizeof(buf); k++)
+					buf[k] = orphan_byte(i, r->sent[i] + k);
+				s = send(cfd[i], buf, sizeof(buf),
+					 MSG_DONTWAIT | MSG_NOSIGNAL);
+				if (s > 0)
+					r->sent[i] += s;
+			} while (s > 0);
+			if (errno != EAGAIN)
+				return -1;
+		}
+	}
+}
+
+/* Seconds the 100 closes took; the reader's verdict in @r. */
+static double orphan_run(struct __test_metadata *_metadata,
+			 enum afrdma_transport t, bool v6,
+			 struct orphan_reader *r, long long *orphans)
+{
+	int lfd, i, size = ORPHAN_BUF, cfd[ORPHANS];
+	const char *a = test_addr(v6);
+	unsigned short port;
+	pthread_t th;
+	double t0, t1;
+
+	memset(r, 0, sizeof(*r));
+	pthread_mutex_init(&r->lock, NULL);
+	pthread_cond_init(&r->cond, NULL);
+	lfd = afrdma_listen_on(t, a, 0, ORPHANS, &port);
+	EXPECT_LE(0, lfd);
+	EXPECT_EQ(0, setsockopt(lfd, SOL_SOCKET, SO_RCVBUF, &size, sizeof(size)));
+	for (i = 0; i < ORPHANS; i++) {
+		cfd[i] = afrdma_connect_to(t, a, port);
+		ASSERT_LE(0, cfd[i]) TH_LOG("connect %d: %s", i, strerror(errno));
+		EXPECT_EQ(0, setsockopt(cfd[i], SOL_SOCKET, SO_SNDBUF, &size,
+					sizeof(size)));
+		EXPECT_EQ(0, fcntl(cfd[i], F_SETFL, O_NONBLOCK));
+		r->fd[i] = accept(lfd, NULL, NULL);
+		ASSERT_LE(0, r->fd[i]) TH_LOG("accept %d: %s", i, strerror(errno));
+	}
+	close(lfd);
+	EXPECT_EQ(0, orphan_fill(cfd, r));
+	ASSERT_EQ(0, pthread_create(&th, NULL, orphan_read, r));
+
+	t0 = orphan_now();
+	for (i = 0; i < ORPHANS; i++)
+		EXPECT_EQ(0, close(cfd[i]));
+	t1 = orphan_now();
+	*orphans = afrdma_stat("CurrOrphans");
+	pthread_mutex_lock(&r->lock);
+	r->closed = true;
+	pthread_cond_signal(&r->cond);
+	pthread_mutex_unlock(&r->lock);
+	pthread_join(th, NULL);
+	return t1 - t0;
+}
+
+TEST_F(api, close_returns_at_once)
+{
+	long long base = afrdma_stat("CurrOrphans"), orphans, left;
+	struct orphan_reader r;
+	double tcp, rdma;
+	int i;
+
+	tcp = orphan_run(_metadata, AFRDMA_T_TCP, variant->v6, &r, &orphans);
+	EXPECT_FALSE(r.timed_out) TH_LOG("TCP: close waited for the reader");
+	EXPECT_EQ(0, r.bad) TH_LOG("TCP: %s", r.why);
+
+	rdma = orphan_run(_metadata, variant->t, variant->v6, &r, &orphans);
+	TH_LOG("100 closes: %.3f s, TCP's %.3f s; %lld orphans after them",
+	       rdma, tcp, orphans);
+	EXPECT_FALSE(r.timed_out) TH_LOG("close waited %d s for the reader",
+					 ORPHAN_WAIT_S);
+	EXPECT_EQ(0, r.bad) TH_LOG("%s", r.why);
+	/* Every connection still had data held back when it was closed. */
+	EXPECT_LE(ORPHANS, orphans);
+
+	/* The orphans go once their data went. */
+	for (i = 0; i < 300; i++) {
+		left = afrdma_stat("CurrOrphans");
+		if (left <= base)
+			break;
+		usleep(100000);
+	}
+	EXPECT_GE(base, left) TH_LOG("%lld orphans left", left);
+}
+
 /* SO_RCVLOWAT: poll and a blocking recv wait for that many bytes. */
 TEST_F(api, rcvlowat)
 {

@@ -95,7 +95,7 @@ role_b()
 	# shellcheck disable=SC2086
 	wait $srv 2>/dev/null
 	# Nothing may be left behind by the tests B took part in.
-	rmmod afrdma || rc=1
+	unload_afrdma 30 || rc=1
 	return $rc
 }
 

@@ -39,7 +39,10 @@ MODULE_PARM_DESC(ipproto, "IPPROTO_RDMA under AF_INET/AF_INET6, 257-261 (default
 
 #define AFRDMA_CLOSE_TIMEOUT	(10 * HZ)
 
-/* Fallback timers; a module-owned queue is flushed before unload. */
+/*
+ * Fallback timers and orphans; a module-owned queue is flushed before
+ * unload.  An orphan holds its socket, and so the module.
+ */
 struct workqueue_struct *afrdma_wq;
 
 /*
@@ -53,6 +56,8 @@ static struct proto afrdma_prot;
 #if IS_ENABLED(CONFIG_IPV6)
 static struct proto afrdma6_prot;
 #endif
+
+static void afrdma_orphan_work(struct work_struct *work);
 
 static void afrdma_sk_destruct(struct sock *sk)
 {
@@ -82,6 +87,7 @@ static int afrdma_init_sock(struct sock *sk)
 	INIT_LIST_HEAD(&ars->accept_q);
 	afrdma_fb_timer_init(sk);
 	afrdma_cm_resolve_init(sk);
+	INIT_DELAYED_WORK(&ars->orphan_work, afrdma_orphan_work);
 	afrdma_diag_add(sk);
 	afrdma_zc_init(sk);
 	WRITE_ONCE(ars->fallback, READ_ONCE(afrdma_net(sock_net(sk))->fallback));
@@ -729,20 +735,22 @@ static bool afrdma_close_done(struct sock *sk, struct afrdma_conn *conn)
 }
 
 /*
- * Sends FIN after the queued data and waits, bounded, for all of it.
+ * What is left waits for the peer's reader: the FIN (behind the open slot)
+ * for credits, or our SRCAVAIL for its RDDONE.  Otherwise only for the
+ * completions of SENDs the peer has buffers for.
+ */
+static bool afrdma_close_reader_bound(const struct afrdma_conn *conn)
+{
+	return !READ_ONCE(conn->fin_sent) || READ_ONCE(conn->src);
+}
+
+/*
+ * Sends FIN after the queued data and waits, up to @timeo, for all of it.
  * True if it all went.
  */
-static bool afrdma_close_graceful(struct sock *sk, struct afrdma_conn *conn)
+static bool afrdma_close_graceful(struct sock *sk, struct afrdma_conn *conn,
+				  long timeo)
 {
-	long timeo = sock_flag(sk, SOCK_LINGER) ? sk->sk_lingertime :
-						  AFRDMA_CLOSE_TIMEOUT;
-
-	spin_lock_bh(&conn->lock);
-	if (!conn->fin_sent)
-		conn->fin_pending = true;
-	spin_unlock_bh(&conn->lock);
-	afrdma_tx_fin(conn);
-
 	while (!afrdma_close_done(sk, conn) && timeo) {
 		DEFINE_WAIT_FUNC(wait, woken_wake_function);
 
@@ -754,6 +762,151 @@ static bool afrdma_close_graceful(struct sock *sk, struct afrdma_conn *conn)
 	}
 	return !READ_ONCE(conn->dead) && READ_ONCE(conn->fin_sent) &&
 	       afrdma_tx_idle(conn);
+}
+
+/* An orphan's delivery is over, one way or another: time to end it. */
+static bool afrdma_orphan_due(struct sock *sk)
+{
+	struct afrdma_conn *conn = afrdma_sk(sk)->conn;
+
+	return READ_ONCE(sk->sk_state) != TCP_ESTABLISHED ||
+	       READ_ONCE(conn->rx_bytes) || afrdma_close_done(sk, conn);
+}
+
+/*
+ * Every wake-up of an orphan (completions, the peer's data, its reset or
+ * disconnect, device removal) comes here.  The queued work holds a
+ * reference on the socket.  Any context.
+ */
+static void afrdma_orphan_wake(struct sock *sk)
+{
+	struct afrdma_sock *ars = afrdma_sk(sk);
+
+	if (!READ_ONCE(ars->orphan) || !afrdma_orphan_due(sk))
+		return;
+	sock_hold(sk);
+	if (mod_delayed_work(afrdma_wq, &ars->orphan_work, 0))
+		sock_put(sk);
+}
+
+/*
+ * Ends an orphan: once its data and FIN all went (a graceful disconnect),
+ * or as a reset when the peer sent data after the close (as TCP does),
+ * when the connection broke, or when AFRDMA_CLOSE_TIMEOUT passed.
+ */
+static void afrdma_orphan_work(struct work_struct *work)
+{
+	struct afrdma_sock *ars = container_of(to_delayed_work(work),
+					       struct afrdma_sock, orphan_work);
+	struct sock *sk = &ars->inet.sk;
+	struct afrdma_conn *conn = ars->conn;
+	struct rdma_cm_id *id = NULL;
+	bool done;
+
+	lock_sock(sk);
+	if (!ars->orphan)
+		goto out;
+	if (!afrdma_orphan_due(sk) && time_before(jiffies, ars->orphan_end)) {
+		/* Woken early: the bound still holds. */
+		sock_hold(sk);
+		if (!queue_delayed_work(afrdma_wq, &ars->orphan_work,
+					ars->orphan_end - jiffies))
+			sock_put(sk);
+		goto out;
+	}
+	WRITE_ONCE(ars->orphan, false);
+	if (sk->sk_state == TCP_ESTABLISHED && !conn->dead) {
+		done = !READ_ONCE(conn->rx_bytes) && afrdma_close_done(sk, conn);
+		if (done)
+			/* The receives our disconnect flushes are no reset. */
+			afrdma_tx_stop(conn);
+		else if (!READ_ONCE(conn->rx_bytes))
+			afrdma_inc_stats(sk, AFRDMA_MIB_ORPHAN_TIMEOUTS);
+		if (ars->cm_id)
+			rdma_disconnect(ars->cm_id);
+	}
+	afrdma_conn_teardown(conn);
+	id = ars->cm_id;
+	ars->cm_id = NULL;
+	sk->sk_state = TCP_CLOSE;
+	atomic_dec(&afrdma_net(sock_net(sk))->orphans);
+out:
+	release_sock(sk);
+	if (id) {
+		rdma_destroy_id(id);
+		sock_put(sk);
+	}
+	sock_put(sk);
+}
+
+/*
+ * close() leaves the rest of the data and the FIN to the background, as
+ * TCP's orphans do: the socket lives on without its file until
+ * afrdma_orphan_work() ends it, within AFRDMA_CLOSE_TIMEOUT.  Past
+ * net.afrdma.max_orphans (as tcp_max_orphans) false: the close is then a
+ * reset.  The socket is locked.
+ */
+static bool afrdma_orphan(struct sock *sk)
+{
+	struct afrdma_net *an = afrdma_net(sock_net(sk));
+	struct afrdma_sock *ars = afrdma_sk(sk);
+
+	if (atomic_inc_return(&an->orphans) > READ_ONCE(an->max_orphans)) {
+		atomic_dec(&an->orphans);
+		afrdma_inc_stats(sk, AFRDMA_MIB_ORPHAN_DROPS);
+		return false;
+	}
+	ars->orphan_end = jiffies + AFRDMA_CLOSE_TIMEOUT;
+	write_lock_bh(&sk->sk_callback_lock);
+	WRITE_ONCE(sk->sk_state_change, afrdma_orphan_wake);
+	WRITE_ONCE(sk->sk_data_ready, afrdma_orphan_wake);
+	WRITE_ONCE(sk->sk_write_space, afrdma_orphan_wake);
+	WRITE_ONCE(sk->sk_error_report, afrdma_orphan_wake);
+	write_unlock_bh(&sk->sk_callback_lock);
+	WRITE_ONCE(ars->orphan, true);
+	sock_hold(sk);
+	if (!queue_delayed_work(afrdma_wq, &ars->orphan_work,
+				AFRDMA_CLOSE_TIMEOUT))
+		sock_put(sk);
+	/* It may all have gone meanwhile. */
+	afrdma_orphan_wake(sk);
+	return true;
+}
+
+/*
+ * A graceful close of an established connection: true if the socket is
+ * left as an orphan, false when the caller is to disconnect.  As TCP's,
+ * close() returns at once and the rest goes in the background, unless
+ * SO_LINGER asks it to wait (up to l_linger; then the rest still goes).
+ * Only completions of SENDs already in the peer's buffers are waited for
+ * (bounded): they depend on no program.
+ */
+static bool afrdma_close_established(struct sock *sk, struct afrdma_conn *conn)
+{
+	bool linger = sock_flag(sk, SOCK_LINGER);
+	long timeo;
+
+	spin_lock_bh(&conn->lock);
+	if (!conn->fin_sent)
+		conn->fin_pending = true;
+	spin_unlock_bh(&conn->lock);
+	afrdma_tx_fin(conn);
+
+	if (linger)
+		timeo = sk->sk_lingertime;
+	else if (afrdma_close_reader_bound(conn))
+		timeo = 0;
+	else
+		timeo = AFRDMA_CLOSE_TIMEOUT;
+	if (afrdma_close_graceful(sk, conn, timeo)) {
+		/* The receives our disconnect flushes are no reset. */
+		afrdma_tx_stop(conn);
+		return false;
+	}
+	if (READ_ONCE(conn->dead) ||
+	    (!linger && !afrdma_close_reader_bound(conn)))
+		return false;
+	return afrdma_orphan(sk);
 }
 
 static int afrdma_release(struct socket *sock)
@@ -781,9 +934,15 @@ static int afrdma_release(struct socket *sock)
 		 */
 		if (!READ_ONCE(conn->rx_bytes) &&
 		    !(sock_flag(sk, SOCK_LINGER) && !sk->sk_lingertime) &&
-		    afrdma_close_graceful(sk, conn))
-			/* The receives our disconnect flushes are no reset. */
-			afrdma_tx_stop(conn);
+		    afrdma_close_established(sk, conn)) {
+			sk->sk_shutdown = SHUTDOWN_MASK;
+			sock_orphan(sk);
+			release_sock(sk);
+			afrdma_fb_release(sk);
+			sock->sk = NULL;
+			sock_put(sk);
+			return 0;
+		}
 		if (ars->cm_id)
 			rdma_disconnect(ars->cm_id);
 	}

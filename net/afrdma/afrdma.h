@@ -34,6 +34,8 @@
 #define AFRDMA_TCP_OPTS		16
 #define AFRDMA_FALLBACK_TIMEOUT_MS	2000
 #define AFRDMA_MAX_CONNS	4096
+/* Closed sockets still delivering data, as tcp_max_orphans (af_rdma.c) */
+#define AFRDMA_MAX_ORPHANS	1024
 /* Keepalive defaults in seconds and probes, as TCP's */
 #define AFRDMA_KEEPALIVE_TIME	7200
 #define AFRDMA_KEEPALIVE_INTVL	75
@@ -91,6 +93,8 @@ enum afrdma_mib_field {
 	AFRDMA_MIB_RX_ZEROCOPY_READS,	/* recvs READ into the user's pages */
 	AFRDMA_MIB_RX_ZEROCOPY_BYTES,
 	AFRDMA_MIB_RX_BOUNCE_READS,	/* READs into a receive buffer */
+	AFRDMA_MIB_ORPHAN_DROPS,	/* closes reset: too many orphans */
+	AFRDMA_MIB_ORPHAN_TIMEOUTS,	/* orphans reset: data not taken in time */
 	AFRDMA_MIB_MAX
 };
 
@@ -115,7 +119,9 @@ struct afrdma_net {
 	int			zerocopy_min;	/* bytes; smaller sends copy */
 	int			inline_threshold; /* payload bytes sent inline */
 	int			rx_zerocopy_min; /* bytes; 0: no SRCAVAIL */
+	int			max_orphans;
 	atomic_t		conns;		/* RDMA connections with resources */
+	atomic_t		orphans;	/* closed, still delivering */
 	struct ctl_table_header	*sysctl;
 	struct afrdma_mib __percpu *mib;
 };
@@ -328,6 +334,10 @@ struct afrdma_sock {
 	unsigned long		resolve_end;	/* jiffies */
 	struct work_struct	resolve_work;
 	struct delayed_work	fb_timer;	/* RDMA setup deadline */
+	/* Closed with data still going (af_rdma.c); socket lock */
+	struct delayed_work	orphan_work;
+	unsigned long		orphan_end;	/* jiffies */
+	bool			orphan;		/* lockless reads too */
 	/* /proc/net/afrdma: under diag.c's list lock, not the socket lock */
 	struct list_head	diag_node;
 	struct sockaddr_storage	diag_src;

@@ -45,6 +45,8 @@ static const char * const afrdma_mib_names[AFRDMA_MIB_MAX] = {
 	[AFRDMA_MIB_RX_ZEROCOPY_READS]	= "RxZeroCopyReads",
 	[AFRDMA_MIB_RX_ZEROCOPY_BYTES]	= "RxZeroCopyBytes",
 	[AFRDMA_MIB_RX_BOUNCE_READS]	= "RxBounceReads",
+	[AFRDMA_MIB_ORPHAN_DROPS]	= "OrphanDrops",
+	[AFRDMA_MIB_ORPHAN_TIMEOUTS]	= "OrphanTimeouts",
 };
 
 static int afrdma_stat_show(struct seq_file *seq, void *v)
@@ -62,6 +64,8 @@ static int afrdma_stat_show(struct seq_file *seq, void *v)
 	}
 	/* A gauge, not a counter: RDMA connections holding resources now. */
 	seq_printf(seq, "CurrConnections %d\n", atomic_read(&an->conns));
+	/* Closed sockets whose data is still being delivered. */
+	seq_printf(seq, "CurrOrphans %d\n", atomic_read(&an->orphans));
 	return 0;
 }
 

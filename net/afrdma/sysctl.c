@@ -45,6 +45,7 @@ static struct afrdma_net afrdma_net_defaults = {
 	.zerocopy_min	= AFRDMA_ZC_MIN,
 	.inline_threshold = AFRDMA_INLINE,
 	.rx_zerocopy_min = AFRDMA_RZC_MIN,
+	.max_orphans	= AFRDMA_MAX_ORPHANS,
 };
 
 static struct ctl_table afrdma_sysctl_template[] = {
@@ -183,6 +184,15 @@ static struct ctl_table afrdma_sysctl_template[] = {
 		.proc_handler	= proc_dointvec_minmax,
 		.extra1		= SYSCTL_ZERO,
 		.extra2		= &afrdma_inline_max,
+	},
+	{
+		.procname	= "max_orphans",
+		.data		= &afrdma_net_defaults.max_orphans,
+		.maxlen		= sizeof(int),
+		.mode		= 0644,
+		.proc_handler	= proc_dointvec_minmax,
+		.extra1		= SYSCTL_ZERO,
+		.extra2		= &afrdma_max_conns_max,
 	},
 	{ }	/* sentinel, for kernels that still want one */
 };

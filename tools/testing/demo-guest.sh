@@ -5,6 +5,7 @@
 # soft-RoCE: compare them with each other, not with real hardware.
 set -eu
 cd "$(dirname "$0")/../.."
+. selftests/lib.sh
 insmod "build/$AFRDMA_KREL/net/afrdma/afrdma.ko"
 echo "== afrdma loaded on $AFRDMA_KREL: $(dmesg | grep -o 'AF_RDMA is .*' | tail -n 1)"
 ./tools/afrdma devices
@@ -18,5 +19,6 @@ for t in af_rdma ipproto_rdma tcp; do
 	kill %1
 	wait 2>/dev/null || true
 done
-rmmod afrdma
+# A closed socket still delivering its data holds the module a while.
+unload_afrdma 30
 echo "== done: module unloaded"
