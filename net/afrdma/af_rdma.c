@@ -530,7 +530,14 @@ static int afrdma_getname(struct socket *sock, struct sockaddr *uaddr,
 		return afrdma_fb_getname(sock, uaddr, peer);
 	lock_sock(sk);
 	if (peer) {
-		if (!ars->cm_id || sk->sk_state != TCP_ESTABLISHED) {
+		/*
+		 * As inet_getname(): a peer once connected stays named after
+		 * it closed, always for accept() (@peer 2), which would
+		 * otherwise fail with ECONNABORTED and drop the connection.
+		 */
+		if (!ars->cm_id || ars->transport != AFRDMA_TRANSPORT_RDMA ||
+		    (peer == 1 && ((1 << sk->sk_state) &
+				   (TCPF_CLOSE | TCPF_SYN_SENT)))) {
 			release_sock(sk);
 			return -ENOTCONN;
 		}
@@ -677,7 +684,8 @@ static int afrdma_shutdown(struct socket *sock, int how)
 
 	lock_sock(sk);
 	conn = afrdma_sk(sk)->conn;
-	if (sk->sk_state != TCP_ESTABLISHED && sk->sk_state != TCP_LISTEN) {
+	if (sk->sk_state != TCP_ESTABLISHED && sk->sk_state != TCP_LISTEN &&
+	    sk->sk_state != TCP_CLOSE_WAIT) {
 		err = -ENOTCONN;
 		goto out;
 	}
