@@ -1305,6 +1305,77 @@ TEST_F_TIMEOUT(api, closed_before_accept, 180)
 	vs_tcp(_metadata, self, variant, closed_before_accept);
 }
 
+/*
+ * connect() again after a refused one connects, as TCP's does (it used to
+ * fail with EISCONN).  @fallback, if not -1, is the socket's
+ * AFRDMA_FALLBACK; @bound binds it first, and the port stays.
+ */
+static void connect_after_refused(struct __test_metadata *_metadata,
+				  enum afrdma_transport t, const char *addr,
+				  int fallback, bool bound)
+{
+	const char *name = afrdma_transport_name(t);
+	struct sockaddr_storage ss, me;
+	unsigned short port, lport = 0;
+	socklen_t len, mlen;
+	int lfd, fd, sfd;
+	char buf[2];
+
+	/* A port nobody listens on: one a listener just gave up. */
+	lfd = afrdma_listen_on(t, addr, 0, 4, &port);
+	ASSERT_LE(0, lfd);
+	close(lfd);
+	len = afrdma_make_addr(&ss, addr, port);
+	fd = afrdma_socket(t, ss.ss_family, 0);
+	ASSERT_LE(0, fd);
+	if (fallback >= 0)
+		ASSERT_EQ(0, setsockopt(fd, SOL_RDMA, AFRDMA_FALLBACK, &fallback,
+					sizeof(fallback)));
+	if (bound) {
+		/* A port named: TCP gives up one it picked for bind(..., 0). */
+		sfd = tcp_listen_on(addr, &lport);
+		ASSERT_LE(0, sfd);
+		close(sfd);
+		mlen = afrdma_make_addr(&me, addr, lport);
+		ASSERT_EQ(0, bind(fd, (struct sockaddr *)&me, mlen))
+			TH_LOG("%s: bind to %u: %s", name, lport, strerror(errno));
+	}
+	ASSERT_EQ(-1, connect(fd, (struct sockaddr *)&ss, len));
+	ASSERT_EQ(ECONNREFUSED, errno) TH_LOG("%s: %s", name, strerror(errno));
+
+	lfd = afrdma_listen_on(t, addr, port, 4, NULL);
+	ASSERT_LE(0, lfd) TH_LOG("%s: listen on %u: %s", name, port, strerror(errno));
+	ASSERT_EQ(0, connect(fd, (struct sockaddr *)&ss, len))
+		TH_LOG("%s, fallback %d, %s: connect again: %s", name, fallback,
+		       bound ? "bound" : "not bound", strerror(errno));
+	sfd = accept(lfd, NULL, NULL);
+	ASSERT_LE(0, sfd);
+	if (t != AFRDMA_T_TCP)
+		ASSERT_EQ(AFRDMA_TRANSPORT_RDMA, transport_of(fd));
+	if (bound) {
+		mlen = sizeof(me);
+		ASSERT_EQ(0, getsockname(fd, (struct sockaddr *)&me, &mlen));
+		ASSERT_EQ(lport, afrdma_addr_port(&me));
+	}
+	ASSERT_EQ(2, send(fd, "ok", 2, 0));
+	ASSERT_EQ(2, recv(sfd, buf, 2, MSG_WAITALL));
+	close(sfd);
+	close(fd);
+	close(lfd);
+}
+
+TEST_F_TIMEOUT(api, connect_after_refused, 120)
+{
+	const char *a = test_addr(variant->v6);
+
+	connect_after_refused(_metadata, AFRDMA_T_TCP, a, -1, false);
+	connect_after_refused(_metadata, AFRDMA_T_TCP, a, -1, true);
+	connect_after_refused(_metadata, variant->t, a, -1, false);
+	connect_after_refused(_metadata, variant->t, a, -1, true);
+	connect_after_refused(_metadata, variant->t, a, 0, false);
+	connect_after_refused(_metadata, variant->t, a, 0, true);
+}
+
 FIXTURE(mapped) {
 	int lfd, cfd, sfd;
 };

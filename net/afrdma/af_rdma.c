@@ -275,6 +275,15 @@ static int afrdma_do_bind(struct sock *sk, struct sockaddr_storage *addr)
 	if (err == -ENODEV)
 		err = -EADDRNOTAVAIL;
 	ars->bound = !err;
+	if (!err) {
+		/*
+		 * Kept for a connect after a failed one, as TCP keeps it: a
+		 * port picked for port 0 is given up.
+		 */
+		memcpy(&ars->saddr, addr, sizeof(*addr));
+		if (any_port)
+			*afrdma_addr_port(&ars->saddr) = 0;
+	}
 	if (!err && ars->tcp_only)
 		afrdma_fb_set_names(sk);
 	else if (!err)
@@ -315,12 +324,46 @@ out:
 	return err;
 }
 
+/*
+ * A connect after a failed one starts afresh, as TCP's may: the last
+ * attempt's cm id (rdma_cm takes no second connect on it), connection and
+ * TCP socket go.  Returns the cm id, for the caller to destroy with @sk
+ * unlocked: its handler takes the lock.  @sk is locked.
+ */
+static struct rdma_cm_id *afrdma_connect_renew(struct sock *sk)
+{
+	struct afrdma_sock *ars = afrdma_sk(sk);
+	struct afrdma_conn *conn = ars->conn;
+	struct rdma_cm_id *id = ars->cm_id;
+
+	if (cancel_work(&ars->resolve_work))
+		sock_put(sk);
+	afrdma_fb_timer_stop(sk);
+	if (conn) {
+		afrdma_conn_teardown(conn);
+		/* /proc/net/afrdma reads it under this lock alone. */
+		spin_lock_bh(&afrdma_socks_lock);
+		ars->conn = NULL;
+		spin_unlock_bh(&afrdma_socks_lock);
+		afrdma_conn_free(conn);
+	}
+	ars->cm_id = NULL;
+	afrdma_fb_unbind(sk);
+	WRITE_ONCE(ars->transport, AFRDMA_TRANSPORT_NONE);
+	WRITE_ONCE(ars->fb_reason, 0);
+	WRITE_ONCE(ars->tcp_only, false);
+	memset(&ars->daddr, 0, sizeof(ars->daddr));
+	return id;
+}
+
 static int afrdma_connect(struct socket *sock, struct sockaddr *uaddr,
 			  int len, int flags)
 {
 	struct sock *sk = sock->sk;
 	struct afrdma_sock *ars = afrdma_sk(sk);
-	struct sockaddr_storage addr;
+	struct sockaddr_storage addr, saddr;
+	struct rdma_cm_id *id;
+	bool bound;
 	long timeo;
 	int err;
 
@@ -329,6 +372,26 @@ static int afrdma_connect(struct socket *sock, struct sockaddr *uaddr,
 		return err;
 
 	lock_sock(sk);
+	if (sock->state == SS_UNCONNECTED && sk->sk_state == TCP_CLOSE &&
+	    ars->daddr.ss_family) {
+		bound = ars->bound;
+		memcpy(&saddr, &ars->saddr, sizeof(saddr));
+		id = afrdma_connect_renew(sk);
+		if (id) {
+			release_sock(sk);
+			rdma_destroy_id(id);
+			sock_put(sk);
+			lock_sock(sk);
+		}
+		/* A bound address stays, as TCP's: unless a racing call moved on. */
+		ars->bound = false;
+		if (bound && sk->sk_state == TCP_CLOSE && !ars->cm_id &&
+		    !ars->tcp) {
+			err = afrdma_do_bind(sk, &saddr);
+			if (err)
+				goto out;
+		}
+	}
 	switch (sock->state) {
 	case SS_CONNECTED:
 		err = -EISCONN;

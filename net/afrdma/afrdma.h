@@ -322,6 +322,7 @@ struct afrdma_sock {
 	void			(*tcp_write_space)(struct sock *sk);
 	void			(*tcp_error_report)(struct sock *sk);
 	struct sockaddr_storage	daddr;		/* connect()'s peer */
+	struct sockaddr_storage	saddr;		/* bind()'s, for a new connect */
 	/* Address resolution's next step (cm.c); socket lock */
 	unsigned long		resolve_end;	/* jiffies */
 	struct work_struct	resolve_work;
