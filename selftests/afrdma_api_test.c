@@ -1376,6 +1376,60 @@ TEST_F_TIMEOUT(api, connect_after_refused, 120)
 	connect_after_refused(_metadata, variant->t, a, 0, true);
 }
 
+/*
+ * The peer closed: the socket is in CLOSE_WAIT and still names its peer;
+ * the first send succeeds (TCP learns of the close only from the peer's
+ * answer, a reset, to that data), later ones fail with EPIPE, and recv
+ * still reads EOF.
+ */
+static void send_after_peer_closed(struct __test_metadata *_metadata,
+				   enum afrdma_transport t, const char *addr,
+				   int lfd, unsigned short port)
+{
+	const char *name = afrdma_transport_name(t);
+	struct sockaddr_storage peer;
+	struct tcp_info ti = {};
+	int cfd, sfd, i;
+	socklen_t len;
+	char c;
+
+	cfd = afrdma_connect_to(t, addr, port);
+	ASSERT_LE(0, cfd);
+	sfd = accept(lfd, NULL, NULL);
+	ASSERT_LE(0, sfd);
+	if (t != AFRDMA_T_TCP)
+		ASSERT_EQ(AFRDMA_TRANSPORT_RDMA, transport_of(cfd));
+	ASSERT_EQ(0, close(sfd));
+	ASSERT_EQ(0, recv(cfd, &c, 1, 0));
+	/* afrdma learns that the peer is gone from a CM event after the FIN. */
+	for (i = 0; i < 6000; i++) {
+		len = sizeof(ti);
+		ASSERT_EQ(0, getsockopt(cfd, SOL_TCP, TCP_INFO, &ti, &len));
+		if (ti.tcpi_state != TCP_ESTABLISHED)
+			break;
+		usleep(10000);
+	}
+	ASSERT_EQ(TCP_CLOSE_WAIT, ti.tcpi_state) TH_LOG("%s", name);
+	len = sizeof(peer);
+	ASSERT_EQ(0, getpeername(cfd, (struct sockaddr *)&peer, &len))
+		TH_LOG("%s: getpeername: %s", name, strerror(errno));
+	ASSERT_EQ(1, send(cfd, "x", 1, MSG_NOSIGNAL))
+		TH_LOG("%s: first send: %s", name, strerror(errno));
+	/* Until the reset is in (TCP); afrdma knows at once. */
+	ASSERT_NE(0, wait_for(cfd, 0, 20000) & POLLHUP) TH_LOG("%s", name);
+	ASSERT_EQ(-1, send(cfd, "y", 1, MSG_NOSIGNAL));
+	ASSERT_EQ(EPIPE, errno) TH_LOG("%s: %s", name, strerror(errno));
+	ASSERT_EQ(-1, send(cfd, "z", 1, MSG_NOSIGNAL));
+	ASSERT_EQ(EPIPE, errno) TH_LOG("%s: %s", name, strerror(errno));
+	ASSERT_EQ(0, recv(cfd, &c, 1, 0)) TH_LOG("%s: %s", name, strerror(errno));
+	close(cfd);
+}
+
+TEST_F_TIMEOUT(api, send_after_peer_closed, 120)
+{
+	vs_tcp(_metadata, self, variant, send_after_peer_closed);
+}
+
 FIXTURE(mapped) {
 	int lfd, cfd, sfd;
 };

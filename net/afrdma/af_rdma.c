@@ -651,7 +651,8 @@ static __poll_t afrdma_poll(struct file *file, struct socket *sock,
 		    max_t(int, READ_ONCE(sk->sk_rcvlowat), 1) ||
 	     READ_ONCE(conn->peer_credits) <= 1))
 		mask |= EPOLLIN | EPOLLRDNORM;
-	if (sk->sk_shutdown & SEND_SHUTDOWN || !conn || afrdma_tx_writable(conn))
+	if (sk->sk_shutdown & SEND_SHUTDOWN || !conn ||
+	    sk->sk_state == TCP_CLOSE_WAIT || afrdma_tx_writable(conn))
 		mask |= EPOLLOUT | EPOLLWRNORM;
 out:
 	release_sock(sk);

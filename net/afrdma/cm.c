@@ -258,7 +258,9 @@ static void afrdma_cm_disconnected(struct sock *sk)
 	/* Both ends closed: TCP would be done with it too. */
 	if (sk->sk_shutdown & SEND_SHUTDOWN)
 		fin = false;
-	sk->sk_shutdown |= SEND_SHUTDOWN;
+	/* In CLOSE_WAIT one more send is taken: see afrdma_sendmsg(). */
+	if (!fin)
+		sk->sk_shutdown |= SEND_SHUTDOWN;
 	sk->sk_state = fin ? TCP_CLOSE_WAIT : TCP_CLOSE;
 	sk_error_report(sk);
 }
