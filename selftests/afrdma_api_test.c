@@ -1341,6 +1341,288 @@ TEST_F(api, privileged_port)
 	ASSERT_EQ(0, WEXITSTATUS(st));
 }
 
+/*
+ * Accepted connections on @port that are not yet closed by their peer
+ * (ESTABLISHED or SYN_RECV): afrdma's from /proc/net/afrdma, TCP's from
+ * /proc/net/tcp and tcp6.
+ */
+static int open_children(enum afrdma_transport t, unsigned short port)
+{
+	static const char *const tcp_files[] = { "/proc/net/tcp", "/proc/net/tcp6" };
+	char line[512], state[32], local[128], *colon;
+	unsigned int lport, st;
+	int i, n = 0;
+	FILE *f;
+
+	if (t != AFRDMA_T_TCP) {
+		f = fopen("/proc/net/afrdma", "r");
+		if (!f)
+			return -1;
+		while (fgets(line, sizeof(line), f)) {
+			if (sscanf(line, "%31s %127s", state, local) != 2)
+				continue;
+			colon = strrchr(local, ':');
+			if (colon && strtoul(colon + 1, NULL, 10) == port &&
+			    (!strcmp(state, "ESTAB") || !strcmp(state, "SYN-RECV")))
+				n++;
+		}
+		fclose(f);
+		return n;
+	}
+	for (i = 0; i < 2; i++) {
+		f = fopen(tcp_files[i], "r");
+		if (!f)
+			continue;
+		while (fgets(line, sizeof(line), f))
+			if (sscanf(line, " %*s %*[0-9A-Fa-f]:%x %*s %x", &lport, &st) == 2 &&
+			    lport == port && (st == TCP_ESTABLISHED || st == TCP_SYN_RECV))
+				n++;
+		fclose(f);
+	}
+	return n;
+}
+
+#define EARLY_CLIENTS	6
+#define EARLY_LEN	3000
+
+/* What early client @i sends: its number, then a pattern of its own. */
+static void early_data(unsigned char *buf, int i)
+{
+	fill(buf, EARLY_LEN, i);
+	buf[0] = i;
+}
+
+/*
+ * Clients that connect to listener @lfd on @port, send, shut down or
+ * close, and exit before anyone accepts (`echo hi | nc` against a busy
+ * server).  The server then accepts every one, with its peer's address
+ * (accept must not fail with ECONNABORTED), and reads all its bytes, then
+ * EOF.
+ */
+static void closed_before_accept(struct __test_metadata *_metadata,
+				 enum afrdma_transport t, const char *addr,
+				 int lfd, unsigned short port)
+{
+	unsigned char buf[EARLY_LEN + 1], want[EARLY_LEN];
+	bool seen[EARLY_CLIENTS] = {};
+	const char *name = afrdma_transport_name(t);
+	struct sockaddr_storage peer;
+	int i, fd, st, n = 0, got, off = 0;
+	socklen_t plen;
+	pid_t pid;
+
+	for (i = 0; i < EARLY_CLIENTS; i++) {
+		pid = fork();
+		ASSERT_LE(0, pid);
+		if (pid)
+			continue;
+		/* On RDMA only: TCP would not be the case under test. */
+		plen = afrdma_make_addr(&peer, addr, port);
+		fd = afrdma_socket(t, peer.ss_family, 0);
+		if (fd < 0 || (t != AFRDMA_T_TCP &&
+			       setsockopt(fd, SOL_RDMA, AFRDMA_FALLBACK, &off,
+					  sizeof(off))) ||
+		    connect(fd, (struct sockaddr *)&peer, plen))
+			_exit(1);
+		early_data(want, i);
+		if (send(fd, want, 1000, 0) != 1000 ||
+		    send(fd, want + 1000, EARLY_LEN - 1000, 0) != EARLY_LEN - 1000)
+			_exit(2);
+		/* Each way of leaving: shutdown then close, close, exit. */
+		if (i % 3 == 0 && shutdown(fd, SHUT_WR))
+			_exit(3);
+		if (i % 3 != 2 && close(fd))
+			_exit(4);
+		_exit(0);
+	}
+	for (i = 0; i < EARLY_CLIENTS; i++) {
+		ASSERT_LT(0, wait(&st));
+		ASSERT_TRUE(WIFEXITED(st) && !WEXITSTATUS(st))
+			TH_LOG("%s: a client failed, status %#x", name, st);
+	}
+	/* Until the server has seen every client go (afrdma: a CM event). */
+	for (i = 0; i < 6000; i++) {
+		n = open_children(t, port);
+		if (n <= 0)
+			break;
+		usleep(10000);
+	}
+	ASSERT_EQ(0, n) TH_LOG("%s: %d connections still open", name, n);
+
+	for (i = 0; i < EARLY_CLIENTS; i++) {
+		plen = sizeof(peer);
+		fd = accept(lfd, (struct sockaddr *)&peer, &plen);
+		ASSERT_LE(0, fd) TH_LOG("%s: accept %d: %s", name, i, strerror(errno));
+		ASSERT_NE(0, afrdma_addr_port(&peer));
+		if (t != AFRDMA_T_TCP)
+			ASSERT_EQ(AFRDMA_TRANSPORT_RDMA, transport_of(fd));
+		/* Still named after the peer closed, as in CLOSE_WAIT. */
+		plen = sizeof(peer);
+		ASSERT_EQ(0, getpeername(fd, (struct sockaddr *)&peer, &plen))
+			TH_LOG("%s: getpeername: %s", name, strerror(errno));
+		got = 0;
+		while ((n = recv(fd, buf + got, sizeof(buf) - got, 0)) > 0)
+			got += n;
+		ASSERT_EQ(0, n) TH_LOG("%s: recv: %s", name, strerror(errno));
+		ASSERT_EQ(EARLY_LEN, got);
+		ASSERT_GT(EARLY_CLIENTS, buf[0]);
+		ASSERT_FALSE(seen[buf[0]]);
+		seen[buf[0]] = true;
+		early_data(want, buf[0]);
+		ASSERT_EQ(0, memcmp(buf, want, EARLY_LEN));
+		close(fd);
+	}
+}
+
+typedef void (*vs_tcp_fn)(struct __test_metadata *_metadata,
+			  enum afrdma_transport t, const char *addr, int lfd,
+			  unsigned short port);
+
+/* @fn over TCP, which sets the expectation, then over the variant's listener. */
+static void vs_tcp(struct __test_metadata *_metadata, FIXTURE_DATA(api) *self,
+		   const FIXTURE_VARIANT(api) *variant, vs_tcp_fn fn)
+{
+	const char *a = test_addr(variant->v6);
+	unsigned short port;
+	int tl;
+
+	tl = afrdma_listen_on(AFRDMA_T_TCP, a, 0, 16, &port);
+	ASSERT_LE(0, tl);
+	fn(_metadata, AFRDMA_T_TCP, a, tl, port);
+	close(tl);
+	fn(_metadata, variant->t, a, self->lfd, self->port);
+}
+
+TEST_F_TIMEOUT(api, closed_before_accept, 180)
+{
+	vs_tcp(_metadata, self, variant, closed_before_accept);
+}
+
+/*
+ * connect() again after a refused one connects, as TCP's does (it used to
+ * fail with EISCONN).  @fallback, if not -1, is the socket's
+ * AFRDMA_FALLBACK; @bound binds it first, and the port stays.
+ */
+static void connect_after_refused(struct __test_metadata *_metadata,
+				  enum afrdma_transport t, const char *addr,
+				  int fallback, bool bound)
+{
+	const char *name = afrdma_transport_name(t);
+	struct sockaddr_storage ss, me;
+	unsigned short port, lport = 0;
+	socklen_t len, mlen;
+	int lfd, fd, sfd;
+	char buf[2];
+
+	/* A port nobody listens on: one a listener just gave up. */
+	lfd = afrdma_listen_on(t, addr, 0, 4, &port);
+	ASSERT_LE(0, lfd);
+	close(lfd);
+	len = afrdma_make_addr(&ss, addr, port);
+	fd = afrdma_socket(t, ss.ss_family, 0);
+	ASSERT_LE(0, fd);
+	if (fallback >= 0)
+		ASSERT_EQ(0, setsockopt(fd, SOL_RDMA, AFRDMA_FALLBACK, &fallback,
+					sizeof(fallback)));
+	if (bound) {
+		/* A port named: TCP gives up one it picked for bind(..., 0). */
+		sfd = tcp_listen_on(addr, &lport);
+		ASSERT_LE(0, sfd);
+		close(sfd);
+		mlen = afrdma_make_addr(&me, addr, lport);
+		ASSERT_EQ(0, bind(fd, (struct sockaddr *)&me, mlen))
+			TH_LOG("%s: bind to %u: %s", name, lport, strerror(errno));
+	}
+	ASSERT_EQ(-1, connect(fd, (struct sockaddr *)&ss, len));
+	ASSERT_EQ(ECONNREFUSED, errno) TH_LOG("%s: %s", name, strerror(errno));
+
+	lfd = afrdma_listen_on(t, addr, port, 4, NULL);
+	ASSERT_LE(0, lfd) TH_LOG("%s: listen on %u: %s", name, port, strerror(errno));
+	ASSERT_EQ(0, connect(fd, (struct sockaddr *)&ss, len))
+		TH_LOG("%s, fallback %d, %s: connect again: %s", name, fallback,
+		       bound ? "bound" : "not bound", strerror(errno));
+	sfd = accept(lfd, NULL, NULL);
+	ASSERT_LE(0, sfd);
+	if (t != AFRDMA_T_TCP)
+		ASSERT_EQ(AFRDMA_TRANSPORT_RDMA, transport_of(fd));
+	if (bound) {
+		mlen = sizeof(me);
+		ASSERT_EQ(0, getsockname(fd, (struct sockaddr *)&me, &mlen));
+		ASSERT_EQ(lport, afrdma_addr_port(&me));
+	}
+	ASSERT_EQ(2, send(fd, "ok", 2, 0));
+	ASSERT_EQ(2, recv(sfd, buf, 2, MSG_WAITALL));
+	close(sfd);
+	close(fd);
+	close(lfd);
+}
+
+TEST_F_TIMEOUT(api, connect_after_refused, 120)
+{
+	const char *a = test_addr(variant->v6);
+
+	connect_after_refused(_metadata, AFRDMA_T_TCP, a, -1, false);
+	connect_after_refused(_metadata, AFRDMA_T_TCP, a, -1, true);
+	connect_after_refused(_metadata, variant->t, a, -1, false);
+	connect_after_refused(_metadata, variant->t, a, -1, true);
+	connect_after_refused(_metadata, variant->t, a, 0, false);
+	connect_after_refused(_metadata, variant->t, a, 0, true);
+}
+
+/*
+ * The peer closed: the socket is in CLOSE_WAIT and still names its peer;
+ * the first send succeeds (TCP learns of the close only from the peer's
+ * answer, a reset, to that data), later ones fail with EPIPE, and recv
+ * still reads EOF.
+ */
+static void send_after_peer_closed(struct __test_metadata *_metadata,
+				   enum afrdma_transport t, const char *addr,
+				   int lfd, unsigned short port)
+{
+	const char *name = afrdma_transport_name(t);
+	struct sockaddr_storage peer;
+	struct tcp_info ti = {};
+	int cfd, sfd, i;
+	socklen_t len;
+	char c;
+
+	cfd = afrdma_connect_to(t, addr, port);
+	ASSERT_LE(0, cfd);
+	sfd = accept(lfd, NULL, NULL);
+	ASSERT_LE(0, sfd);
+	if (t != AFRDMA_T_TCP)
+		ASSERT_EQ(AFRDMA_TRANSPORT_RDMA, transport_of(cfd));
+	ASSERT_EQ(0, close(sfd));
+	ASSERT_EQ(0, recv(cfd, &c, 1, 0));
+	/* afrdma learns that the peer is gone from a CM event after the FIN. */
+	for (i = 0; i < 6000; i++) {
+		len = sizeof(ti);
+		ASSERT_EQ(0, getsockopt(cfd, SOL_TCP, TCP_INFO, &ti, &len));
+		if (ti.tcpi_state != TCP_ESTABLISHED)
+			break;
+		usleep(10000);
+	}
+	ASSERT_EQ(TCP_CLOSE_WAIT, ti.tcpi_state) TH_LOG("%s", name);
+	len = sizeof(peer);
+	ASSERT_EQ(0, getpeername(cfd, (struct sockaddr *)&peer, &len))
+		TH_LOG("%s: getpeername: %s", name, strerror(errno));
+	ASSERT_EQ(1, send(cfd, "x", 1, MSG_NOSIGNAL))
+		TH_LOG("%s: first send: %s", name, strerror(errno));
+	/* Until the reset is in (TCP); afrdma knows at once. */
+	ASSERT_NE(0, wait_for(cfd, 0, 20000) & POLLHUP) TH_LOG("%s", name);
+	ASSERT_EQ(-1, send(cfd, "y", 1, MSG_NOSIGNAL));
+	ASSERT_EQ(EPIPE, errno) TH_LOG("%s: %s", name, strerror(errno));
+	ASSERT_EQ(-1, send(cfd, "z", 1, MSG_NOSIGNAL));
+	ASSERT_EQ(EPIPE, errno) TH_LOG("%s: %s", name, strerror(errno));
+	ASSERT_EQ(0, recv(cfd, &c, 1, 0)) TH_LOG("%s: %s", name, strerror(errno));
+	close(cfd);
+}
+
+TEST_F_TIMEOUT(api, send_after_peer_closed, 120)
+{
+	vs_tcp(_metadata, self, variant, send_after_peer_closed);
+}
+
 FIXTURE(mapped) {
 	int lfd, cfd, sfd;
 };

@@ -281,6 +281,15 @@ static int afrdma_do_bind(struct sock *sk, struct sockaddr_storage *addr)
 	if (err == -ENODEV)
 		err = -EADDRNOTAVAIL;
 	ars->bound = !err;
+	if (!err) {
+		/*
+		 * Kept for a connect after a failed one, as TCP keeps it: a
+		 * port picked for port 0 is given up.
+		 */
+		memcpy(&ars->saddr, addr, sizeof(*addr));
+		if (any_port)
+			*afrdma_addr_port(&ars->saddr) = 0;
+	}
 	if (!err && ars->tcp_only)
 		afrdma_fb_set_names(sk);
 	else if (!err)
@@ -315,13 +324,42 @@ static int afrdma_bind(struct socket *sock, struct sockaddr *uaddr, int len)
 	if (sk->sk_state != TCP_CLOSE || sock->state != SS_UNCONNECTED ||
 	    ars->bound || ars->tcp)
 		goto out;
-	memcpy(&ars->bind_addr, &addr, sizeof(addr));
 	err = afrdma_do_bind(sk, &addr);
-	if (err)
-		memset(&ars->bind_addr, 0, sizeof(ars->bind_addr));
 out:
 	release_sock(sk);
 	return err;
+}
+
+/*
+ * A connect after a failed one starts afresh, as TCP's may: the last
+ * attempt's cm id (rdma_cm takes no second connect on it), connection and
+ * TCP socket go.  Returns the cm id, for the caller to destroy with @sk
+ * unlocked: its handler takes the lock.  @sk is locked.
+ */
+static struct rdma_cm_id *afrdma_connect_renew(struct sock *sk)
+{
+	struct afrdma_sock *ars = afrdma_sk(sk);
+	struct afrdma_conn *conn = ars->conn;
+	struct rdma_cm_id *id = ars->cm_id;
+
+	if (cancel_work(&ars->resolve_work))
+		sock_put(sk);
+	afrdma_fb_timer_stop(sk);
+	if (conn) {
+		afrdma_conn_teardown(conn);
+		/* /proc/net/afrdma reads it under this lock alone. */
+		spin_lock_bh(&afrdma_socks_lock);
+		ars->conn = NULL;
+		spin_unlock_bh(&afrdma_socks_lock);
+		afrdma_conn_free(conn);
+	}
+	ars->cm_id = NULL;
+	afrdma_fb_unbind(sk);
+	WRITE_ONCE(ars->transport, AFRDMA_TRANSPORT_NONE);
+	WRITE_ONCE(ars->fb_reason, 0);
+	WRITE_ONCE(ars->tcp_only, false);
+	memset(&ars->daddr, 0, sizeof(ars->daddr));
+	return id;
 }
 
 static int afrdma_connect(struct socket *sock, struct sockaddr *uaddr,
@@ -329,7 +367,9 @@ static int afrdma_connect(struct socket *sock, struct sockaddr *uaddr,
 {
 	struct sock *sk = sock->sk;
 	struct afrdma_sock *ars = afrdma_sk(sk);
-	struct sockaddr_storage addr;
+	struct sockaddr_storage addr, saddr;
+	struct rdma_cm_id *id;
+	bool bound;
 	long timeo;
 	int err;
 
@@ -338,6 +378,26 @@ static int afrdma_connect(struct socket *sock, struct sockaddr *uaddr,
 		return err;
 
 	lock_sock(sk);
+	if (sock->state == SS_UNCONNECTED && sk->sk_state == TCP_CLOSE &&
+	    ars->daddr.ss_family) {
+		bound = ars->bound;
+		memcpy(&saddr, &ars->saddr, sizeof(saddr));
+		id = afrdma_connect_renew(sk);
+		if (id) {
+			release_sock(sk);
+			rdma_destroy_id(id);
+			sock_put(sk);
+			lock_sock(sk);
+		}
+		/* A bound address stays, as TCP's: unless a racing call moved on. */
+		ars->bound = false;
+		if (bound && sk->sk_state == TCP_CLOSE && !ars->cm_id &&
+		    !ars->tcp) {
+			err = afrdma_do_bind(sk, &saddr);
+			if (err)
+				goto out;
+		}
+	}
 	switch (sock->state) {
 	case SS_CONNECTED:
 		err = -EISCONN;
@@ -433,7 +493,7 @@ static int afrdma_listen(struct socket *sock, int backlog)
 	}
 	if (sk->sk_state != TCP_CLOSE || ars->conn)
 		goto out;
-	if (!ars->bound && (ars->fallback || ars->bind_addr.ss_family)) {
+	if (!ars->bound && (ars->fallback || ars->saddr.ss_family)) {
 		/*
 		 * Both sides need the same port: pick it now.  After shutdown()
 		 * a listener binds again where bind() said, as TCP keeps it.
@@ -443,8 +503,8 @@ static int afrdma_listen(struct socket *sock, int backlog)
 								AF_INET,
 		};
 
-		if (ars->bind_addr.ss_family)
-			memcpy(&addr, &ars->bind_addr, sizeof(addr));
+		if (ars->saddr.ss_family)
+			memcpy(&addr, &ars->saddr, sizeof(addr));
 		err = afrdma_do_bind(sk, &addr);
 		if (err)
 			goto out;
@@ -552,16 +612,23 @@ static int afrdma_getname(struct socket *sock, struct sockaddr *uaddr,
 		return len;
 	}
 	if (peer) {
-		if (!ars->cm_id || sk->sk_state != TCP_ESTABLISHED) {
+		/*
+		 * As inet_getname(): a peer once connected stays named after
+		 * it closed, always for accept() (@peer 2), which would
+		 * otherwise fail with ECONNABORTED and drop the connection.
+		 */
+		if (!ars->cm_id || ars->transport != AFRDMA_TRANSPORT_RDMA ||
+		    (peer == 1 && ((1 << sk->sk_state) &
+				   (TCPF_CLOSE | TCPF_SYN_SENT)))) {
 			release_sock(sk);
 			return -ENOTCONN;
 		}
 		src = (struct sockaddr *)&ars->cm_id->route.addr.dst_addr;
 	} else if (ars->cm_id) {
 		src = (struct sockaddr *)&ars->cm_id->route.addr.src_addr;
-	} else if (ars->bind_addr.ss_family) {
+	} else if (ars->saddr.ss_family) {
 		/* A stopped listener keeps bind()'s address, as TCP does. */
-		src = (struct sockaddr *)&ars->bind_addr;
+		src = (struct sockaddr *)&ars->saddr;
 	}
 	len = afrdma_put_addr(sk, uaddr, src);
 	release_sock(sk);
@@ -606,7 +673,8 @@ static __poll_t afrdma_poll(struct file *file, struct socket *sock,
 		    max_t(int, READ_ONCE(sk->sk_rcvlowat), 1) ||
 	     READ_ONCE(conn->peer_credits) <= 1))
 		mask |= EPOLLIN | EPOLLRDNORM;
-	if (sk->sk_shutdown & SEND_SHUTDOWN || !conn || afrdma_tx_writable(conn))
+	if (sk->sk_shutdown & SEND_SHUTDOWN || !conn ||
+	    sk->sk_state == TCP_CLOSE_WAIT || afrdma_tx_writable(conn))
 		mask |= EPOLLOUT | EPOLLWRNORM;
 out:
 	release_sock(sk);
@@ -702,7 +770,8 @@ static int afrdma_shutdown(struct socket *sock, int how)
 
 	lock_sock(sk);
 	conn = afrdma_sk(sk)->conn;
-	if (sk->sk_state != TCP_ESTABLISHED && sk->sk_state != TCP_LISTEN) {
+	if (sk->sk_state != TCP_ESTABLISHED && sk->sk_state != TCP_LISTEN &&
+	    sk->sk_state != TCP_CLOSE_WAIT) {
 		err = -ENOTCONN;
 		goto out;
 	}
@@ -828,7 +897,7 @@ static void afrdma_orphan_work(struct work_struct *work)
 	afrdma_conn_teardown(conn);
 	id = ars->cm_id;
 	ars->cm_id = NULL;
-	sk->sk_state = TCP_CLOSE;
+	WRITE_ONCE(sk->sk_state, TCP_CLOSE);
 	atomic_dec(&afrdma_net(sock_net(sk))->orphans);
 out:
 	release_sock(sk);

@@ -328,8 +328,7 @@ struct afrdma_sock {
 	void			(*tcp_write_space)(struct sock *sk);
 	void			(*tcp_error_report)(struct sock *sk);
 	struct sockaddr_storage	daddr;		/* connect()'s peer */
-	/* What bind() named, port 0 if none: listen() after shutdown() again */
-	struct sockaddr_storage	bind_addr;
+	struct sockaddr_storage	saddr;		/* bind()'s; port 0 if picked: relisten, reconnect */
 	/* Address resolution's next step (cm.c); socket lock */
 	unsigned long		resolve_end;	/* jiffies */
 	struct work_struct	resolve_work;

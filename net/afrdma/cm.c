@@ -234,12 +234,14 @@ static int afrdma_cm_established(struct sock *sk, struct rdma_cm_event *ev)
 /*
  * The peer is gone.  Drain first, so that a FIN that raced the disconnect
  * is seen: only a disconnect without FIN is a reset.  Unread data stays
- * readable.
+ * readable.  After its FIN the socket is in CLOSE_WAIT, as TCP's: the
+ * peer's address stays readable until we close.
  */
 static void afrdma_cm_disconnected(struct sock *sk)
 {
 	struct afrdma_sock *ars = afrdma_sk(sk);
 	struct afrdma_conn *conn = ars->conn;
+	bool fin = false;
 
 	rdma_disconnect(ars->cm_id);
 	if (conn && !conn->torn && conn->qp) {
@@ -247,13 +249,19 @@ static void afrdma_cm_disconnected(struct sock *sk)
 		spin_lock_bh(&conn->lock);
 		WRITE_ONCE(conn->dead, true);
 		spin_unlock_bh(&conn->lock);
-		if (!conn->fin_rcvd) {
+		fin = conn->fin_rcvd;
+		if (!fin) {
 			WRITE_ONCE(sk->sk_err, ECONNRESET);
 			afrdma_inc_stats(sk, AFRDMA_MIB_RESETS);
 		}
 	}
-	sk->sk_shutdown |= SEND_SHUTDOWN;
-	WRITE_ONCE(sk->sk_state, TCP_CLOSE);
+	/* Both ends closed: TCP would be done with it too. */
+	if (sk->sk_shutdown & SEND_SHUTDOWN)
+		fin = false;
+	/* In CLOSE_WAIT one more send is taken: see afrdma_sendmsg(). */
+	if (!fin)
+		sk->sk_shutdown |= SEND_SHUTDOWN;
+	WRITE_ONCE(sk->sk_state, fin ? TCP_CLOSE_WAIT : TCP_CLOSE);
 	sk_error_report(sk);
 }
 
@@ -324,7 +332,7 @@ static int afrdma_cm_child_event(struct sock *sk, struct rdma_cm_event *ev)
 	struct afrdma_sock *ars = afrdma_sk(sk);
 	struct sock *parent = ars->parent;
 	struct afrdma_sock *pars = afrdma_sk(parent);
-	bool queued = false;
+	bool queued = false, closed;
 
 	switch (ev->event) {
 	case RDMA_CM_EVENT_ESTABLISHED:
@@ -339,13 +347,19 @@ static int afrdma_cm_child_event(struct sock *sk, struct rdma_cm_event *ev)
 		return 0;
 	}
 
+	/*
+	 * A client that sent and closed before our ESTABLISHED came (its RTU
+	 * late or lost) was connected all the same: as in TCP, accept() gets
+	 * the connection, its data and then EOF.
+	 */
+	closed = ev->event == RDMA_CM_EVENT_DISCONNECTED;
 	lock_sock_nested(parent, SINGLE_DEPTH_NESTING);
 	pars->pending_len--;
-	if (ev->event == RDMA_CM_EVENT_ESTABLISHED &&
+	if ((ev->event == RDMA_CM_EVENT_ESTABLISHED || closed) &&
 	    parent->sk_state == TCP_LISTEN) {
 		WRITE_ONCE(sk->sk_state, TCP_ESTABLISHED);
 		WRITE_ONCE(ars->transport, AFRDMA_TRANSPORT_RDMA);
-		if (ars->conn && sock_flag(sk, SOCK_KEEPOPEN))
+		if (ars->conn && !closed && sock_flag(sk, SOCK_KEEPOPEN))
 			afrdma_ka_set(ars->conn, true);
 		afrdma_inc_stats(sk, AFRDMA_MIB_PASSIVE_OPENS);
 		list_add_tail(&ars->accept_node, &pars->accept_q);
@@ -356,8 +370,11 @@ static int afrdma_cm_child_event(struct sock *sk, struct rdma_cm_event *ev)
 	release_sock(parent);
 	ars->parent = NULL;
 	sock_put(parent);
-	if (queued)
+	if (queued) {
+		if (closed)
+			afrdma_cm_disconnected(sk);
 		return 0;
+	}
 
 	/* Nobody will accept it: drop it, and let rdma_cm destroy the id. */
 	if (ars->conn)

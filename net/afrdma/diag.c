@@ -95,6 +95,7 @@ static const char *const afrdma_state_names[] = {
 	[TCP_SYN_SENT]		= "SYN-SENT",
 	[TCP_SYN_RECV]		= "SYN-RECV",
 	[TCP_CLOSE]		= "CLOSE",
+	[TCP_CLOSE_WAIT]	= "CLOSE-WAIT",
 	[TCP_LISTEN]		= "LISTEN",
 };
 

@@ -545,6 +545,18 @@ int afrdma_sendmsg(struct socket *sock, struct msghdr *msg, size_t len)
 			break;
 		}
 		if (READ_ONCE(conn->dead)) {
+			/*
+			 * As TCP in CLOSE_WAIT: the peer closed, and only its
+			 * reset to this data would tell; the data is lost,
+			 * later sends fail with EPIPE.
+			 */
+			if (sk->sk_state == TCP_CLOSE_WAIT) {
+				sent = len;
+				sk->sk_shutdown |= SEND_SHUTDOWN;
+				WRITE_ONCE(sk->sk_state, TCP_CLOSE);
+				sk->sk_state_change(sk);
+				break;
+			}
 			err = -EPIPE;
 			break;
 		}
