@@ -643,6 +643,7 @@ int afrdma_sendmsg(struct socket *sock, struct msghdr *msg, size_t len)
 block:
 		if (grow && !afrdma_conn_grow_tx(conn))
 			continue;
+		afrdma_trace_stall(conn);
 		if (!timeo) {
 			err = -EAGAIN;
 			break;
