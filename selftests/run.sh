@@ -104,6 +104,7 @@ run curl ./selftests/curl.sh
 run transfer ./selftests/transfer.sh
 run hostile ./selftests/afrdma_hostile_test
 run ops ./selftests/ops.sh
+run trace ./selftests/trace.sh
 run misuse python3 ./selftests/misuse.py
 run tour ./selftests/tour.sh
 # Last: it replaces rxe0.

@@ -153,7 +153,7 @@ void afrdma_sk_destroy_child(struct sock *sk)
 		rdma_disconnect(id);
 	if (ars->conn)
 		afrdma_conn_teardown(ars->conn);
-	WRITE_ONCE(sk->sk_state, TCP_CLOSE);
+	afrdma_set_state(sk, TCP_CLOSE);
 	sock_set_flag(sk, SOCK_DEAD);
 	release_sock(sk);
 	if (id) {
@@ -428,7 +428,7 @@ static int afrdma_connect(struct socket *sock, struct sockaddr *uaddr,
 			err = -EHOSTUNREACH;
 		if (err && !ars->fallback)
 			goto out;
-		WRITE_ONCE(sk->sk_state, TCP_SYN_SENT);
+		afrdma_set_state(sk, TCP_SYN_SENT);
 		sock->state = SS_CONNECTING;
 		if (err) {
 			if (afrdma_fb_connect(sk, AFRDMA_FB_NO_DEVICE))
@@ -523,7 +523,7 @@ static int afrdma_listen(struct socket *sock, int backlog)
 		goto out;
 	}
 	WRITE_ONCE(sk->sk_max_ack_backlog, backlog);
-	WRITE_ONCE(sk->sk_state, TCP_LISTEN);
+	afrdma_set_state(sk, TCP_LISTEN);
 out:
 	release_sock(sk);
 	return err;
@@ -732,7 +732,7 @@ static struct rdma_cm_id *afrdma_listen_stop(struct sock *sk,
 	ars->bound = false;
 	WRITE_ONCE(ars->tcp_only, false);
 	afrdma_fb_unlisten(sk);
-	WRITE_ONCE(sk->sk_state, TCP_CLOSE);
+	afrdma_set_state(sk, TCP_CLOSE);
 	return id;
 }
 
@@ -897,7 +897,7 @@ static void afrdma_orphan_work(struct work_struct *work)
 	afrdma_conn_teardown(conn);
 	id = ars->cm_id;
 	ars->cm_id = NULL;
-	WRITE_ONCE(sk->sk_state, TCP_CLOSE);
+	afrdma_set_state(sk, TCP_CLOSE);
 	atomic_dec(&afrdma_net(sock_net(sk))->orphans);
 out:
 	release_sock(sk);
@@ -997,6 +997,7 @@ static int afrdma_release(struct socket *sock)
 	if (sk->sk_state == TCP_LISTEN) {
 		id = afrdma_listen_stop(sk, &children);
 	} else if (sk->sk_state == TCP_ESTABLISHED && conn && !conn->dead) {
+		afrdma_trace_close(sk, conn);
 		/*
 		 * Unread data, or SO_LINGER with a zero time, makes close a
 		 * reset, as in TCP.
@@ -1021,7 +1022,7 @@ static int afrdma_release(struct socket *sock)
 	}
 	if (conn)
 		afrdma_conn_teardown(conn);
-	WRITE_ONCE(sk->sk_state, TCP_CLOSE);
+	afrdma_set_state(sk, TCP_CLOSE);
 	sk->sk_shutdown = SHUTDOWN_MASK;
 	sock_orphan(sk);
 	release_sock(sk);

@@ -361,6 +361,8 @@ static inline struct afrdma_sock *afrdma_sk(const struct sock *sk)
 	return (struct afrdma_sock *)sk;
 }
 
+#include "trace.h"
+
 /* af_rdma.c */
 struct sock *afrdma_sk_clone(struct sock *parent);
 void afrdma_sk_destroy_child(struct sock *sk);

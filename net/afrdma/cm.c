@@ -88,7 +88,7 @@ static void afrdma_cm_fail(struct sock *sk, int err)
 	if (ars->conn)
 		afrdma_conn_teardown(ars->conn);
 	WRITE_ONCE(sk->sk_err, err);
-	WRITE_ONCE(sk->sk_state, TCP_CLOSE);
+	afrdma_set_state(sk, TCP_CLOSE);
 	sk_error_report(sk);
 }
 
@@ -226,7 +226,7 @@ static int afrdma_cm_established(struct sock *sk, struct rdma_cm_event *ev)
 	WRITE_ONCE(ars->transport, AFRDMA_TRANSPORT_RDMA);
 	afrdma_diag_set_cm(sk, ars->cm_id);
 	afrdma_inc_stats(sk, AFRDMA_MIB_ACTIVE_OPENS);
-	WRITE_ONCE(sk->sk_state, TCP_ESTABLISHED);
+	afrdma_set_state(sk, TCP_ESTABLISHED);
 	sk->sk_state_change(sk);
 	return 0;
 }
@@ -251,6 +251,7 @@ static void afrdma_cm_disconnected(struct sock *sk)
 		spin_unlock_bh(&conn->lock);
 		fin = conn->fin_rcvd;
 		if (!fin) {
+			afrdma_trace_reset(sk, ECONNRESET, AFRDMA_RST_PEER);
 			WRITE_ONCE(sk->sk_err, ECONNRESET);
 			afrdma_inc_stats(sk, AFRDMA_MIB_RESETS);
 		}
@@ -261,7 +262,7 @@ static void afrdma_cm_disconnected(struct sock *sk)
 	/* In CLOSE_WAIT one more send is taken: see afrdma_sendmsg(). */
 	if (!fin)
 		sk->sk_shutdown |= SEND_SHUTDOWN;
-	WRITE_ONCE(sk->sk_state, fin ? TCP_CLOSE_WAIT : TCP_CLOSE);
+	afrdma_set_state(sk, fin ? TCP_CLOSE_WAIT : TCP_CLOSE);
 	sk_error_report(sk);
 }
 
@@ -270,6 +271,7 @@ static int afrdma_cm_device_removal(struct sock *sk)
 {
 	struct afrdma_sock *ars = afrdma_sk(sk);
 
+	afrdma_trace_reset(sk, ECONNRESET, AFRDMA_RST_DEVICE);
 	afrdma_cm_fail(sk, ECONNRESET);
 	ars->cm_id = NULL;
 	return 1;
@@ -357,8 +359,8 @@ static int afrdma_cm_child_event(struct sock *sk, struct rdma_cm_event *ev)
 	pars->pending_len--;
 	if ((ev->event == RDMA_CM_EVENT_ESTABLISHED || closed) &&
 	    parent->sk_state == TCP_LISTEN) {
-		WRITE_ONCE(sk->sk_state, TCP_ESTABLISHED);
 		WRITE_ONCE(ars->transport, AFRDMA_TRANSPORT_RDMA);
+		afrdma_set_state(sk, TCP_ESTABLISHED);
 		if (ars->conn && !closed && sock_flag(sk, SOCK_KEEPOPEN))
 			afrdma_ka_set(ars->conn, true);
 		afrdma_inc_stats(sk, AFRDMA_MIB_PASSIVE_OPENS);
@@ -380,7 +382,7 @@ static int afrdma_cm_child_event(struct sock *sk, struct rdma_cm_event *ev)
 	if (ars->conn)
 		afrdma_conn_teardown(ars->conn);
 	ars->cm_id = NULL;
-	WRITE_ONCE(sk->sk_state, TCP_CLOSE);
+	afrdma_set_state(sk, TCP_CLOSE);
 	sock_set_flag(sk, SOCK_DEAD);
 	return 2;
 }
@@ -409,7 +411,7 @@ static int afrdma_cm_request(struct sock *lsk, struct rdma_cm_id *id,
 	if (!sk)
 		goto reject;
 	ars = afrdma_sk(sk);
-	WRITE_ONCE(sk->sk_state, TCP_SYN_RECV);
+	afrdma_set_state(sk, TCP_SYN_RECV);
 	conn = afrdma_conn_create(sk, id, peer.flags & AFRDMA_CM_GROW);
 	if (IS_ERR(conn))
 		goto drop;
@@ -435,7 +437,7 @@ static int afrdma_cm_request(struct sock *lsk, struct rdma_cm_id *id,
 	return 0;
 
 drop:
-	WRITE_ONCE(sk->sk_state, TCP_CLOSE);
+	afrdma_set_state(sk, TCP_CLOSE);
 	sock_set_flag(sk, SOCK_DEAD);
 	sock_put(sk);
 reject:

@@ -324,6 +324,8 @@ static void afrdma_conn_grow_work(struct work_struct *work)
 		conn->rx_grow = false;
 		conn->rx_owed += added;
 		spin_unlock_bh(&conn->lock);
+		trace_afrdma_ring_grow(sk, true, conn->rx_slots - added,
+				       conn->rx_slots, conn->rx_max);
 		afrdma_conn_show_bufs(conn);
 		afrdma_tx_flush_credits(conn);
 	}
@@ -495,6 +497,7 @@ int afrdma_conn_grow_tx(struct afrdma_conn *conn)
 	conn->tx = ring;
 	WRITE_ONCE(conn->tx_slots, m);
 	spin_unlock_bh(&conn->lock);
+	trace_afrdma_ring_grow(conn->sk, false, n, m, conn->tx_max);
 	kfree(old);
 	kfree(extra);
 	afrdma_conn_show_bufs(conn);
@@ -562,10 +565,11 @@ void afrdma_conn_abort(struct sock *sk, int err)
 		if (ars->cm_id && sk->sk_state == TCP_ESTABLISHED)
 			rdma_disconnect(ars->cm_id);
 		afrdma_inc_stats(sk, AFRDMA_MIB_RESETS);
+		afrdma_trace_reset(sk, err, AFRDMA_RST_DEVICE);
 		afrdma_conn_teardown(conn);
 		WRITE_ONCE(sk->sk_err, err);
 		sk->sk_shutdown = SHUTDOWN_MASK;
-		WRITE_ONCE(sk->sk_state, TCP_CLOSE);
+		afrdma_set_state(sk, TCP_CLOSE);
 		sk_error_report(sk);
 	}
 	release_sock(sk);
@@ -581,8 +585,10 @@ void afrdma_conn_fatal(struct afrdma_conn *conn, int err)
 	was_dead = conn->dead;
 	WRITE_ONCE(conn->dead, true);
 	spin_unlock(&conn->lock);
-	if (!was_dead)
+	if (!was_dead) {
 		afrdma_inc_stats(sk, AFRDMA_MIB_RESETS);
+		afrdma_trace_reset(sk, err, AFRDMA_RST_ERROR);
+	}
 	WRITE_ONCE(sk->sk_err, err);
 	sk_error_report(sk);
 }

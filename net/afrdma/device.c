@@ -85,6 +85,7 @@ static int afrdma_add_one(struct ib_device *ibdev)
 	ib_set_client_data(ibdev, &afrdma_ib_client, dev);
 	mutex_unlock(&afrdma_devices_mutex);
 	pr_debug("using device %s\n", dev_name(&ibdev->dev));
+	trace_afrdma_device_add(ibdev);
 	return 0;
 }
 
@@ -93,6 +94,7 @@ static void afrdma_remove_one(struct ib_device *ibdev, void *client_data)
 	struct afrdma_device *dev = client_data;
 	struct afrdma_conn *conn;
 
+	trace_afrdma_device_remove(ibdev);
 	mutex_lock(&afrdma_devices_mutex);
 	WRITE_ONCE(dev->removing, true);
 	list_del(&dev->node);

@@ -255,6 +255,7 @@ int afrdma_fb_connect(struct sock *sk, int reason)
 	struct sockaddr_storage addr;
 	int len, err;
 
+	trace_afrdma_fallback(sk, reason);
 	afrdma_inc_stats(sk, AFRDMA_MIB_FALLBACK_ACTIVE);
 	afrdma_inc_stats(sk, AFRDMA_MIB_FALLBACK_REASON + reason - 1);
 	err = afrdma_fb_prepare(sk);
@@ -273,7 +274,7 @@ int afrdma_fb_connect(struct sock *sk, int reason)
 
 fail:
 	WRITE_ONCE(sk->sk_err, -err);
-	WRITE_ONCE(sk->sk_state, TCP_CLOSE);
+	afrdma_set_state(sk, TCP_CLOSE);
 	sk_error_report(sk);
 	return err;
 }
@@ -315,11 +316,11 @@ void afrdma_fb_sync(struct sock *sk)
 		/* SO_ERROR is read from @sk: move the error there. */
 		err = sock_error(tsk) ? : -ECONNREFUSED;
 		WRITE_ONCE(sk->sk_err, -err);
-		WRITE_ONCE(sk->sk_state, TCP_CLOSE);
+		afrdma_set_state(sk, TCP_CLOSE);
 		afrdma_inc_stats(sk, AFRDMA_MIB_CONNECT_FAILED);
 		return;
 	default:
-		WRITE_ONCE(sk->sk_state, TCP_ESTABLISHED);
+		afrdma_set_state(sk, TCP_ESTABLISHED);
 		afrdma_fb_diag_names(sk);
 		return;
 	}
@@ -435,7 +436,7 @@ int afrdma_fb_accept(struct sock *lsk, struct sock **newsk)
 	afrdma_fb_copy_sockopts(sk, tcp);
 	WRITE_ONCE(ars->fb_reason, AFRDMA_FB_PEER_TCP);
 	WRITE_ONCE(ars->transport, AFRDMA_TRANSPORT_TCP);
-	WRITE_ONCE(sk->sk_state, TCP_ESTABLISHED);
+	afrdma_set_state(sk, TCP_ESTABLISHED);
 	afrdma_fb_diag_names(sk);
 	afrdma_inc_stats(sk, AFRDMA_MIB_FALLBACK_PASSIVE);
 	afrdma_inc_stats(sk, AFRDMA_MIB_FALLBACK_REASON +

@@ -141,6 +141,7 @@ void afrdma_rx_done(struct ib_cq *cq, struct ib_wc *wc)
 
 proto_err:
 	pr_debug("protocol error from peer, resetting\n");
+	trace_afrdma_proto_error(sk, slot->buf, wc->byte_len);
 	afrdma_inc_stats(sk, AFRDMA_MIB_PROTOCOL_ERRORS);
 	afrdma_conn_fatal(conn, ECONNRESET);
 }

@@ -123,6 +123,8 @@ static void afrdma_rzc_inv_done(struct ib_cq *cq, struct ib_wc *wc)
 		}
 		return;
 	}
+	trace_afrdma_rzc_inval(conn->sk, src->len, src->mr->rkey,
+			       src->mr->iova, false);
 	afrdma_rzc_unmap(conn, src);
 	spin_lock(&conn->lock);
 	WRITE_ONCE(conn->src, NULL);
@@ -257,6 +259,8 @@ static int afrdma_rzc_post_locked(struct afrdma_conn *conn,
 	WRITE_ONCE(conn->src, src);
 	slot->len = 0;
 	afrdma_inc_stats(conn->sk, AFRDMA_MIB_SRCAVAIL_SENT);
+	trace_afrdma_rzc_offer(conn->sk, src->len, src->mr->rkey,
+			       src->mr->iova, false);
 	afrdma_add_stats(conn->sk, AFRDMA_MIB_BYTES_SENT, src->len);
 	afrdma_tx_posted_locked(conn);
 	WRITE_ONCE(conn->tx_credits, conn->tx_credits - 1);
@@ -465,6 +469,8 @@ static int afrdma_rzc_bounce(struct afrdma_conn *conn,
 	ib_dma_sync_single_for_cpu(ibdev, slot->dma, sge.length,
 				   DMA_FROM_DEVICE);
 	afrdma_inc_stats(conn->sk, AFRDMA_MIB_RX_BOUNCE_READS);
+	trace_afrdma_rzc_read(conn->sk, sge.length, slot->src_rkey,
+			      slot->src_addr + slot->off, false);
 	if (copy_to_iter(slot->buf, sge.length, to) != sge.length)
 		return -EFAULT;
 	return sge.length;
@@ -523,6 +529,8 @@ static int afrdma_rzc_direct(struct afrdma_conn *conn,
 	}
 	if (done) {
 		afrdma_inc_stats(conn->sk, AFRDMA_MIB_RX_ZEROCOPY_READS);
+		trace_afrdma_rzc_read(conn->sk, done, slot->src_rkey,
+				      slot->src_addr + slot->off, true);
 		afrdma_add_stats(conn->sk, AFRDMA_MIB_RX_ZEROCOPY_BYTES, done);
 	}
 out:
@@ -552,6 +560,7 @@ int afrdma_rzc_recv(struct sock *sk, struct afrdma_conn *conn,
 		if (ib_query_qp(conn->qp, &attr, IB_QP_MAX_QP_RD_ATOMIC, &init) ||
 		    !attr.max_rd_atomic) {
 			afrdma_inc_stats(sk, AFRDMA_MIB_PROTOCOL_ERRORS);
+			trace_afrdma_proto_error(sk, slot->buf, AFRDMA_TRACE_HDR);
 			/* As a receive completion would, BHs off for its lock. */
 			local_bh_disable();
 			afrdma_conn_fatal(conn, ECONNRESET);

@@ -553,7 +553,7 @@ int afrdma_sendmsg(struct socket *sock, struct msghdr *msg, size_t len)
 			if (sk->sk_state == TCP_CLOSE_WAIT) {
 				sent = len;
 				sk->sk_shutdown |= SEND_SHUTDOWN;
-				WRITE_ONCE(sk->sk_state, TCP_CLOSE);
+				afrdma_set_state(sk, TCP_CLOSE);
 				sk->sk_state_change(sk);
 				break;
 			}
@@ -655,6 +655,7 @@ int afrdma_sendmsg(struct socket *sock, struct msghdr *msg, size_t len)
 block:
 		if (grow && !afrdma_conn_grow_tx(conn))
 			continue;
+		afrdma_trace_stall(conn);
 		if (!timeo) {
 			err = -EAGAIN;
 			break;
