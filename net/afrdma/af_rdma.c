@@ -392,7 +392,12 @@ static int afrdma_connect(struct socket *sock, struct sockaddr *uaddr,
 	}
 
 failed:
-	if (sk->sk_state != TCP_ESTABLISHED) {
+	/*
+	 * Established and then closed by the peer before we looked is
+	 * connected, as TCP's connect() in CLOSE_WAIT; a reset is its error.
+	 */
+	if (sk->sk_state != TCP_ESTABLISHED &&
+	    (ars->transport != AFRDMA_TRANSPORT_RDMA || sk->sk_err)) {
 		err = sock_error(sk) ? : -ECONNREFUSED;
 		sock->state = SS_UNCONNECTED;
 		goto out;
