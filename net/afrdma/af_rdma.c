@@ -628,6 +628,18 @@ static int afrdma_ioctl(struct socket *sock, unsigned int cmd,
 }
 
 /*
+ * Takes the connections not yet accepted, for afrdma_listen_drop(), in any
+ * state: a listener whose device went is in TCP_CLOSE with its queue.
+ */
+static void afrdma_accept_q_take(struct sock *sk, struct list_head *children)
+{
+	struct afrdma_sock *ars = afrdma_sk(sk);
+
+	list_splice_init(&ars->accept_q, children);
+	ars->accept_len = 0;
+}
+
+/*
  * Stops a listener: it takes no more connections and drops those not yet
  * accepted.  The socket is locked; afrdma_listen_drop() finishes the job
  * once it is not.
@@ -638,8 +650,7 @@ static struct rdma_cm_id *afrdma_listen_stop(struct sock *sk,
 	struct afrdma_sock *ars = afrdma_sk(sk);
 	struct rdma_cm_id *id = ars->cm_id;
 
-	list_splice_init(&ars->accept_q, children);
-	ars->accept_len = 0;
+	afrdma_accept_q_take(sk, children);
 	ars->cm_id = NULL;
 	ars->bound = false;
 	WRITE_ONCE(ars->tcp_only, false);
@@ -777,6 +788,7 @@ static int afrdma_release(struct socket *sock)
 		id = ars->cm_id;
 		ars->cm_id = NULL;
 	}
+	afrdma_accept_q_take(sk, &children);
 	if (conn)
 		afrdma_conn_teardown(conn);
 	sk->sk_state = TCP_CLOSE;
