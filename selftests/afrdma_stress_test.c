@@ -4,8 +4,10 @@
  * nothing behind (QPs, CQs, MRs, PDs, live sockets, the connection gauge),
  * and many concurrent connections must all carry their data.
  * `make check` runs short versions; `make stress` sets AFRDMA_CHURN=10000
- * and AFRDMA_CONNS=1024.
+ * and AFRDMA_CONNS=1024.  A burst of connects from many threads to one
+ * listener is never refused while it listens, on afrdma as on TCP.
  */
+#include <stdatomic.h>
 #include <sys/resource.h>
 
 #include "kselftest_harness.h"
@@ -204,6 +206,124 @@ TEST_F_TIMEOUT(stress, many_at_once, 3600)
 	EXPECT_EQ(qps, rc_qps());
 	free(c);
 	free(s);
+}
+
+/*
+ * A burst: BURST_THREADS threads connect and close in a loop to one
+ * listener whose backlog is smaller than that, while a thread accepts
+ * and closes.  TCP drops a SYN the full accept queue cannot take and
+ * the client sends it again; nothing may be refused.
+ */
+#define BURST_THREADS	16
+#define BURST_BACKLOG	8
+
+struct burst {
+	enum afrdma_transport	t;
+	struct sockaddr_storage	ss;
+	socklen_t		len;
+	int			lfd;
+	int			per_thread;
+	atomic_int		ok;
+	atomic_int		refused;
+	atomic_int		failed;	/* any other error */
+	atomic_int		last_err;
+	atomic_int		accepted;
+};
+
+static void *burst_accept(void *arg)
+{
+	struct burst *b = arg;
+	int s;
+
+	/* Until the listener is shut down. */
+	while ((s = accept(b->lfd, NULL, NULL)) >= 0 || errno == EINTR ||
+	       errno == ECONNABORTED) {
+		if (s >= 0) {
+			atomic_fetch_add(&b->accepted, 1);
+			close(s);
+		}
+	}
+	return NULL;
+}
+
+static void *burst_connect(void *arg)
+{
+	struct burst *b = arg;
+	int i, fd, zero = 0;
+
+	for (i = 0; i < b->per_thread; i++) {
+		fd = afrdma_socket(b->t, b->ss.ss_family, SOCK_CLOEXEC);
+		if (fd < 0 || (b->t != AFRDMA_T_TCP &&
+			       setsockopt(fd, SOL_RDMA, AFRDMA_FALLBACK, &zero,
+					  sizeof(zero)))) {
+			atomic_store(&b->last_err, errno);
+			atomic_fetch_add(&b->failed, 1);
+		} else if (!connect(fd, (struct sockaddr *)&b->ss, b->len)) {
+			atomic_fetch_add(&b->ok, 1);
+		} else {
+			atomic_store(&b->last_err, errno);
+			atomic_fetch_add(errno == ECONNREFUSED ? &b->refused :
+					 &b->failed, 1);
+		}
+		if (fd >= 0)
+			close(fd);
+	}
+	return NULL;
+}
+
+/* AFRDMA_BURST connects (2000) in all; fills @b with the counts. */
+static int connect_burst(struct burst *b, enum afrdma_transport t)
+{
+	pthread_t acc, th[BURST_THREADS];
+	unsigned short port;
+	int i, n = 0;
+
+	memset(b, 0, sizeof(*b));
+	b->t = t;
+	b->per_thread = env_int("AFRDMA_BURST", 2000) / BURST_THREADS;
+	b->lfd = afrdma_listen_on(t, test_addr(false), 0, BURST_BACKLOG, &port);
+	if (b->lfd < 0)
+		return -1;
+	b->len = afrdma_make_addr(&b->ss, test_addr(false), port);
+	if (pthread_create(&acc, NULL, burst_accept, b))
+		return -1;
+	for (i = 0; i < BURST_THREADS; i++, n++)
+		if (pthread_create(&th[i], NULL, burst_connect, b))
+			break;
+	while (n--)
+		pthread_join(th[n], NULL);
+	/* As on TCP, a listener shut down for reading wakes its accept(). */
+	shutdown(b->lfd, SHUT_RD);
+	pthread_join(acc, NULL);
+	close(b->lfd);
+	return i == BURST_THREADS ? 0 : -1;
+}
+
+static void burst_check(struct __test_metadata *_metadata, enum afrdma_transport t)
+{
+	struct burst b;
+	int total;
+
+	ASSERT_EQ(0, connect_burst(&b, t));
+	total = b.per_thread * BURST_THREADS;
+	TH_LOG("%s: %d connects: %d ok, %d refused, %d other errors (last: %s), %d accepted",
+	       afrdma_transport_name(t), total, atomic_load(&b.ok),
+	       atomic_load(&b.refused), atomic_load(&b.failed),
+	       strerror(atomic_load(&b.last_err)), atomic_load(&b.accepted));
+	EXPECT_EQ(0, atomic_load(&b.refused));
+	EXPECT_EQ(0, atomic_load(&b.failed));
+	EXPECT_EQ(total, atomic_load(&b.ok));
+}
+
+TEST_F_TIMEOUT(stress, connect_burst, 3600)
+{
+	burst_check(_metadata, AFRDMA_T_FAMILY);
+}
+
+/* The control: the same burst over TCP. */
+TEST_F_TIMEOUT(stress, connect_burst_tcp, 3600)
+{
+	burst_check(_metadata, AFRDMA_T_TCP);
 }
 
 TEST_HARNESS_MAIN

@@ -6,11 +6,14 @@
 # afterwards carries new connections, removal under 16 busy streams
 # ends every one of them with an error, promptly, leaving no QP behind,
 # and removal under a blocked MSG_ZEROCOPY sender releases its pages.
-# Needs the vm-run guest's rxe0 on va; run last, it replaces that device.
-# Prints TAP.
+# Removal under a listener with connections nobody accepted leaves no
+# socket once it is closed, and the module unloads (it is then loaded
+# again).  Needs the vm-run guest's rxe0 on va; run last, it replaces that
+# device.  Prints TAP.
 set -u
 cd "$(dirname "$0")/.."
 addr=${AFRDMA_ADDR:-10.99.0.1}
+ko=build/${AFRDMA_KREL:-}/net/afrdma/afrdma.ko
 . selftests/lib.sh
 
 add_rxe0()
@@ -22,14 +25,41 @@ add_rxe0()
 	done
 }
 
+# remove_under PID LOG: once the program PID says "connected" in LOG,
+# deletes rxe0 under it and creates LOG.gone, then waits for the program
+# to end.  Fails if the deletion failed.
+remove_under()
+{
+	local pid=$1 log=$2 del
+
+	for _ in $(seq "$(scaled 100)"); do
+		grep -q connected "$log" && break
+		sleep 0.1
+	done
+	timeout "$(scaled 30)" rdma link delete rxe0
+	del=$?
+	touch "$log.gone"
+	timeout "$(scaled 30)" tail --pid="$pid" -f /dev/null
+	wait "$pid"
+	rm -f "$log.gone"
+	return $del
+}
+
+# Sockets in /proc/net/afrdma, header aside.
+afrdma_socks()
+{
+	echo $(($(wc -l < /proc/net/afrdma) - 1))
+}
+
 echo "TAP version 13"
-echo "1..4"
+echo "1..5"
 if ! rdma link show rxe0/1 >/dev/null 2>&1; then
 	echo "# no rxe0: not inside tools/testing/vm-run"
 	tap_result fail device_removal
 	tap_result fail device_added_later
 	tap_result fail device_removal_under_load
 	tap_result fail device_removal_zerocopy
+	tap_result fail device_removal_listener
 	tap_totals
 	exit 1
 fi
@@ -57,15 +87,8 @@ try:
 except (ConnectionResetError, BrokenPipeError) as e:
     print("send", type(e).__name__)
 PY
-py=$!
-for _ in $(seq "$(scaled 100)"); do
-	grep -q connected "$log" && break
-	sleep 0.1
-done
-timeout "$(scaled 30)" rdma link delete rxe0
+remove_under $! "$log"
 del=$?
-timeout "$(scaled 30)" tail --pid=$py -f /dev/null
-wait $py
 sed 's/^/# /' "$log"
 if [ $del = 0 ] && grep -q 'recv ECONNRESET' "$log" && grep -q '^send ' "$log"; then
 	tap_result ok device_removal
@@ -213,6 +236,64 @@ if zc_removal; then
 	tap_result ok device_removal_zerocopy
 else
 	tap_result fail device_removal_zerocopy
+fi
+add_rxe0
+
+# A listener on rxe0's address with three connections nobody accepted when
+# rxe0 goes, then closed: the connections go with it, nothing keeps the
+# module.
+listener_removal()
+{
+	local log py socks=
+
+	log=$(mktemp)
+	python3 - "$addr" "$log.gone" "$(scaled 30)" > "$log" 2>&1 <<'PY' &
+import os, socket, sys, time
+addr, gone, limit = sys.argv[1], sys.argv[2], int(sys.argv[3])
+p = int(open("/sys/module/afrdma/parameters/ipproto").read())
+s = socket.socket(socket.AF_INET, socket.SOCK_STREAM, p)
+s.bind((addr, 0))
+s.listen(8)
+cs = [socket.socket(socket.AF_INET, socket.SOCK_STREAM, p) for _ in range(3)]
+for c in cs:
+    c.connect(s.getsockname())
+# All three in the accept queue: the listener's rx_queue in the listing.
+port = ":%d" % s.getsockname()[1]
+end = time.time() + limit
+while time.time() < end:
+    rows = [l.split() for l in open("/proc/net/afrdma")][1:]
+    if any(r[0] == "LISTEN" and r[1].endswith(port) and r[4] == "3"
+           for r in rows):
+        break
+    time.sleep(0.1)
+print("connected", flush=True)
+while not os.path.exists(gone) and time.time() < end:
+    time.sleep(0.1)
+s.close()
+for c in cs:
+    c.close()
+print("closed")
+PY
+	py=$!
+	remove_under $py "$log" || { sed 's/^/# /' "$log"; rm -f "$log"; return 1; }
+	sed 's/^/# /' "$log"
+	rm -f "$log"
+	for _ in $(seq "$(scaled 30)"); do
+		socks=$(afrdma_socks)
+		[ "$socks" = 0 ] && break
+		sleep 1
+	done
+	echo "# afrdma sockets left: $socks"
+	sed 's/^/#   /' /proc/net/afrdma
+	[ "$socks" = 0 ] || return 1
+	unload_afrdma "$(scaled 10)" || { echo "# rmmod afrdma failed"; return 1; }
+	insmod "$ko"
+}
+
+if listener_removal; then
+	tap_result ok device_removal_listener
+else
+	tap_result fail device_removal_listener
 fi
 add_rxe0
 tap_totals

@@ -461,7 +461,12 @@ static int afrdma_connect(struct socket *sock, struct sockaddr *uaddr,
 	}
 
 failed:
-	if (sk->sk_state != TCP_ESTABLISHED) {
+	/*
+	 * Established and then closed by the peer before we looked is
+	 * connected, as TCP's connect() in CLOSE_WAIT; a reset is its error.
+	 */
+	if (sk->sk_state != TCP_ESTABLISHED &&
+	    (ars->transport != AFRDMA_TRANSPORT_RDMA || sk->sk_err)) {
 		err = sock_error(sk) ? : -ECONNREFUSED;
 		sock->state = SS_UNCONNECTED;
 		goto out;
@@ -716,6 +721,18 @@ static int afrdma_ioctl(struct socket *sock, unsigned int cmd,
 }
 
 /*
+ * Takes the connections not yet accepted, for afrdma_listen_drop(), in any
+ * state: a listener whose device went is in TCP_CLOSE with its queue.
+ */
+static void afrdma_accept_q_take(struct sock *sk, struct list_head *children)
+{
+	struct afrdma_sock *ars = afrdma_sk(sk);
+
+	list_splice_init(&ars->accept_q, children);
+	WRITE_ONCE(ars->accept_len, 0);
+}
+
+/*
  * Stops a listener: it takes no more connections and drops those not yet
  * accepted.  The socket is locked; afrdma_listen_drop() finishes the job
  * once it is not.
@@ -726,8 +743,7 @@ static struct rdma_cm_id *afrdma_listen_stop(struct sock *sk,
 	struct afrdma_sock *ars = afrdma_sk(sk);
 	struct rdma_cm_id *id = ars->cm_id;
 
-	list_splice_init(&ars->accept_q, children);
-	WRITE_ONCE(ars->accept_len, 0);
+	afrdma_accept_q_take(sk, children);
 	ars->cm_id = NULL;
 	ars->bound = false;
 	WRITE_ONCE(ars->tcp_only, false);
@@ -1020,6 +1036,7 @@ static int afrdma_release(struct socket *sock)
 		id = ars->cm_id;
 		ars->cm_id = NULL;
 	}
+	afrdma_accept_q_take(sk, &children);
 	if (conn)
 		afrdma_conn_teardown(conn);
 	afrdma_set_state(sk, TCP_CLOSE);

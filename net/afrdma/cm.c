@@ -401,11 +401,19 @@ static int afrdma_cm_request(struct sock *lsk, struct rdma_cm_id *id,
 
 	lock_sock(lsk);
 	if (lsk->sk_state != TCP_LISTEN ||
-	    lars->accept_len + lars->pending_len >=
-			max_t(u32, READ_ONCE(lsk->sk_max_ack_backlog), 1) ||
 	    afrdma_parse_cm_priv(ev->param.conn.private_data,
 				 ev->param.conn.private_data_len, &peer))
 		goto reject;
+	/*
+	 * A full queue drops the request, as TCP drops the SYN, where a REJ
+	 * would refuse a connect to a live listener: for -ENOMEM ib_cm sends
+	 * no REJ, and the client's CM sends the REQ again.
+	 */
+	if (lars->accept_len + lars->pending_len >=
+	    max_t(u32, READ_ONCE(lsk->sk_max_ack_backlog), 1)) {
+		release_sock(lsk);
+		return -ENOMEM;
+	}
 
 	sk = afrdma_sk_clone(lsk);
 	if (!sk)
