@@ -69,6 +69,8 @@ static void afrdma_sk_destruct(struct sock *sk)
 		afrdma_conn_free(ars->conn);
 		ars->conn = NULL;
 	}
+	if (ars->cred)
+		put_cred(ars->cred);
 	ars->base_destruct(sk);
 }
 
