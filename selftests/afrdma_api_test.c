@@ -7,11 +7,13 @@
  */
 #include <fcntl.h>
 #include <net/if.h>
+#include <linux/bpf.h>
 #include <linux/sockios.h>
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stddef.h>
 #include <sys/epoll.h>
 #include <sys/ioctl.h>
 #include <sys/sendfile.h>
@@ -1802,6 +1804,125 @@ TEST(ip_options_kept_and_freed)
 		}
 		close(fd);
 	}
+}
+
+#define CG_DIR "/sys/fs/cgroup/afrdma-accept-test"
+
+static struct bpf_insn insn(__u8 code, __u8 dst, __u8 src, __s16 off, __s32 imm)
+{
+	struct bpf_insn i = { .code = code, .dst_reg = dst, .src_reg = src,
+			      .off = off, .imm = imm };
+
+	return i;
+}
+
+/*
+ * A cgroup/setsockopt program refusing (EPERM) TCP_WINDOW_CLAMP: it runs
+ * for a socket by the cgroup the socket belongs to, not the caller's.
+ */
+static int clamp_refuser(char *log, size_t log_len)
+{
+	struct bpf_insn prog[] = {
+		insn(BPF_LDX | BPF_MEM | BPF_W, 2, 1, offsetof(struct bpf_sockopt, level), 0),
+		insn(BPF_JMP | BPF_JNE | BPF_K, 2, 0, 4, SOL_TCP),
+		insn(BPF_LDX | BPF_MEM | BPF_W, 2, 1, offsetof(struct bpf_sockopt, optname), 0),
+		insn(BPF_JMP | BPF_JNE | BPF_K, 2, 0, 2, TCP_WINDOW_CLAMP),
+		insn(BPF_ALU64 | BPF_MOV | BPF_K, 0, 0, 0, 0),
+		insn(BPF_JMP | BPF_EXIT, 0, 0, 0, 0),
+		insn(BPF_ALU64 | BPF_MOV | BPF_K, 0, 0, 0, 1),
+		insn(BPF_JMP | BPF_EXIT, 0, 0, 0, 0),
+	};
+	union bpf_attr attr;
+
+	memset(&attr, 0, sizeof(attr));
+	attr.prog_type = BPF_PROG_TYPE_CGROUP_SOCKOPT;
+	attr.expected_attach_type = BPF_CGROUP_SETSOCKOPT;
+	attr.insns = (unsigned long)prog;
+	attr.insn_cnt = ARRAY_SIZE(prog);
+	attr.license = (unsigned long)"GPL";
+	attr.log_buf = (unsigned long)log;
+	attr.log_size = log_len;
+	attr.log_level = 1;
+	return syscall(__NR_bpf, BPF_PROG_LOAD, &attr, sizeof(attr));
+}
+
+static int move_to_cgroup(const char *dir)
+{
+	char path[128];
+	int fd, ok;
+
+	snprintf(path, sizeof(path), "%s/cgroup.procs", dir);
+	fd = open(path, O_WRONLY);
+	if (fd < 0)
+		return -1;
+	ok = write(fd, "0", 1) == 1;
+	close(fd);
+	return ok ? 0 : -1;
+}
+
+/*
+ * An accepted connection belongs to its listener's cgroup (and LSM label
+ * and memory cgroup), as TCP's does, not to the kernel worker that made
+ * it.  Seen through a cgroup/setsockopt program attached to the
+ * listener's cgroup: it must run for the accepted socket too.
+ */
+TEST(accepted_in_listener_cgroup)
+{
+	const enum afrdma_transport kinds[] = {
+		AFRDMA_T_TCP, AFRDMA_T_FAMILY, AFRDMA_T_IPPROTO,
+	};
+	int prog, cg, lfd, cfd, sfd, clamp = 4096, ret[3][3];
+	unsigned short port;
+	static char log[4096];
+	union bpf_attr attr;
+	unsigned int k, i;
+
+	if (access("/sys/fs/cgroup/cgroup.controllers", F_OK))
+		SKIP(return, "no cgroup2 hierarchy at /sys/fs/cgroup");
+	rmdir(CG_DIR);		/* an earlier failed run's */
+	ASSERT_EQ(0, mkdir(CG_DIR, 0755)) TH_LOG("mkdir: %s", strerror(errno));
+	cg = open(CG_DIR, O_RDONLY | O_DIRECTORY);
+	ASSERT_LE(0, cg);
+	prog = clamp_refuser(log, sizeof(log));
+	ASSERT_LE(0, prog) TH_LOG("BPF_PROG_LOAD: %s\n%s", strerror(errno), log);
+	memset(&attr, 0, sizeof(attr));
+	attr.target_fd = cg;
+	attr.attach_bpf_fd = prog;
+	attr.attach_type = BPF_CGROUP_SETSOCKOPT;
+	ASSERT_EQ(0, syscall(__NR_bpf, BPF_PROG_ATTACH, &attr, sizeof(attr)))
+		TH_LOG("BPF_PROG_ATTACH: %s", strerror(errno));
+
+	/* Listeners made inside the cgroup, accepts done outside it. */
+	ASSERT_EQ(0, move_to_cgroup(CG_DIR));
+	for (k = 0; k < 3; k++) {
+		lfd = afrdma_listen_on(kinds[k], test_addr(k == 2), 0, 4, &port);
+		ASSERT_EQ(0, move_to_cgroup("/sys/fs/cgroup"));
+		ASSERT_LE(0, lfd);
+		cfd = afrdma_connect_to(kinds[k], test_addr(k == 2), port);
+		ASSERT_LE(0, cfd);
+		sfd = accept(lfd, NULL, NULL);
+		ASSERT_LE(0, sfd);
+		for (i = 0; i < 3; i++) {
+			int fd = i == 0 ? lfd : i == 1 ? sfd : cfd;
+
+			ret[k][i] = setsockopt(fd, SOL_TCP, TCP_WINDOW_CLAMP, &clamp,
+					       sizeof(clamp)) ? errno : 0;
+		}
+		close(sfd);
+		close(cfd);
+		close(lfd);
+		if (k < 2)
+			ASSERT_EQ(0, move_to_cgroup(CG_DIR));
+	}
+	for (k = 0; k < 3; k++) {
+		EXPECT_EQ(EPERM, ret[k][0]) TH_LOG("%s listener", afrdma_transport_name(kinds[k]));
+		EXPECT_EQ(EPERM, ret[k][1]) TH_LOG("%s accepted", afrdma_transport_name(kinds[k]));
+		/* The client was made outside. */
+		EXPECT_EQ(0, ret[k][2]) TH_LOG("%s client", afrdma_transport_name(kinds[k]));
+	}
+	close(prog);
+	close(cg);
+	EXPECT_EQ(0, rmdir(CG_DIR)) TH_LOG("rmdir: %s", strerror(errno));
 }
 
 TEST_HARNESS_MAIN

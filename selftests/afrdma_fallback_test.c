@@ -7,9 +7,11 @@
  * through SOL_RDMA, and /proc/net/afrdma_stat counts why.
  */
 #include <fcntl.h>
+#include <grp.h>
 #include <netinet/tcp.h>
 #include <sched.h>
 #include <sys/epoll.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -639,6 +641,130 @@ TEST_F(fb, connection_limit)
 	self->sfd = accept(self->lfd, NULL, NULL);
 	close(rfd);
 	ASSERT_EQ(saved, afrdma_sysctl("max_connections", saved));
+}
+
+/* TCP_CONGESTION @name on @fd: 0 or the errno. */
+static int set_cc(int fd, const char *name)
+{
+	if (fd < 0)
+		return -1;
+	return setsockopt(fd, SOL_TCP, TCP_CONGESTION, name, strlen(name)) ? errno : 0;
+}
+
+static bool module_loaded(const char *name)
+{
+	FILE *f = fopen("/proc/modules", "r");
+	size_t len = strlen(name);
+	char line[256];
+	bool found = false;
+
+	while (f && !found && fgets(line, sizeof(line), f))
+		found = !strncmp(line, name, len) && line[len] == ' ';
+	if (f)
+		fclose(f);
+	return found;
+}
+
+/* What an unprivileged program got; -1 where a call failed outright. */
+struct cc_seen {
+	int tcp_bbr, tcp_none;			/* a plain TCP socket */
+	int rdma_reno, rdma_none, rdma_bbr;	/* afrdma, not connected */
+	int est_bbr;				/* afrdma over RDMA */
+	int fb_transport, fb_bbr;		/* afrdma fallen back to TCP */
+	char fb_cc[16];
+};
+
+/*
+ * As nobody: TCP_CONGESTION names outside the allowed list, then a connect
+ * that RDMA rejects, so that the fallback runs in rdma_cm's worker.
+ */
+static void cc_unprivileged(enum afrdma_transport t, bool v6,
+			    unsigned short rdma_port, unsigned short tcp_port,
+			    struct cc_seen *s)
+{
+	struct sockaddr_storage ss;
+	socklen_t len;
+	int fd;
+
+	memset(s, 0xff, sizeof(*s));
+	if (setgroups(0, NULL) || setgid(65534) || setuid(65534))
+		return;
+	len = afrdma_make_addr(&ss, test_addr(v6), tcp_port);
+	fd = socket(ss.ss_family, SOCK_STREAM, 0);
+	s->tcp_bbr = set_cc(fd, "bbr");
+	s->tcp_none = set_cc(fd, "nosuchcc");
+	close(fd);
+
+	/* In this order an unchecked module keeps "bbr" for the fallback. */
+	fd = afrdma_socket(t, ss.ss_family, 0);
+	s->rdma_reno = set_cc(fd, "reno");
+	s->rdma_none = set_cc(fd, "nosuchcc");
+	s->rdma_bbr = set_cc(fd, "bbr");
+	if (!connect(fd, (struct sockaddr *)&ss, len)) {
+		len = sizeof(int);
+		getsockopt(fd, SOL_RDMA, AFRDMA_TRANSPORT, &s->fb_transport, &len);
+		len = sizeof(s->fb_cc);
+		memset(s->fb_cc, 0, sizeof(s->fb_cc));
+		getsockopt(fd, SOL_TCP, TCP_CONGESTION, s->fb_cc, &len);
+		s->fb_bbr = set_cc(fd, "bbr");
+	}
+	close(fd);
+
+	fd = afrdma_connect_to(t, test_addr(v6), rdma_port);
+	s->est_bbr = set_cc(fd, "bbr");
+	close(fd);
+}
+
+/*
+ * TCP checks TCP_CONGESTION against the caller's CAP_NET_ADMIN and the
+ * allowed list, and loads a module only for a caller with CAP_NET_ADMIN.
+ * afrdma must give TCP's answer at setsockopt time, before and after a
+ * fallback, and never apply a name later with a kernel worker's rights.
+ */
+TEST_F(fb, congestion_unprivileged)
+{
+	long long rejected = afrdma_stat("FallbackRejected");
+	struct cc_seen *s;
+	unsigned short port;
+	int tl, status;
+	bool bbr_before;
+	pid_t pid;
+
+	if (module_loaded("tcp_bbr"))
+		system("modprobe -r tcp_bbr 2>/dev/null");
+	bbr_before = module_loaded("tcp_bbr");
+	if (bbr_before)
+		TH_LOG("tcp_bbr stays loaded: the module load is not checked");
+	tl = tcp_listen_on(test_addr(variant->v6), &port);
+	ASSERT_LE(0, tl);
+	s = mmap(NULL, sizeof(*s), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
+		 -1, 0);
+	ASSERT_NE(MAP_FAILED, s);
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		cc_unprivileged(variant->t, variant->v6, self->port, port, s);
+		_exit(0);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	close(tl);
+
+	/* The control: plain TCP refuses both names to nobody. */
+	EXPECT_LT(0, s->tcp_bbr);
+	EXPECT_EQ(ENOENT, s->tcp_none);
+	EXPECT_EQ(0, s->rdma_reno);
+	EXPECT_EQ(s->tcp_none, s->rdma_none);
+	EXPECT_EQ(s->tcp_bbr, s->rdma_bbr);
+	EXPECT_EQ(AFRDMA_TRANSPORT_TCP, s->fb_transport);
+	EXPECT_EQ(rejected + 1, afrdma_stat("FallbackRejected"));
+	EXPECT_STREQ("reno", s->fb_cc);
+	EXPECT_EQ(s->tcp_bbr, s->fb_bbr);
+	EXPECT_EQ(s->tcp_bbr, s->est_bbr);
+	if (!bbr_before) {
+		EXPECT_FALSE(module_loaded("tcp_bbr")) TH_LOG("nobody loaded tcp_bbr");
+		system("modprobe -r tcp_bbr 2>/dev/null");
+	}
+	munmap(s, sizeof(*s));
 }
 
 /*

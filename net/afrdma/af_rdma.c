@@ -10,11 +10,14 @@
 
 #include <asm/ioctls.h>
 #include <linux/capability.h>
+#include <linux/cgroup.h>
 #include <linux/in.h>
 #include <linux/in6.h>
+#include <linux/memcontrol.h>
 #include <linux/module.h>
 #include <linux/net.h>
 #include <linux/poll.h>
+#include <linux/security.h>
 #include <linux/sockios.h>
 #include <linux/tcp.h>
 #include <net/inet_common.h>
@@ -74,6 +77,8 @@ static void afrdma_sk_destruct(struct sock *sk)
 		afrdma_conn_free(ars->conn);
 		ars->conn = NULL;
 	}
+	if (ars->cred)
+		put_cred(ars->cred);
 	ars->base_destruct(sk);
 }
 
@@ -108,6 +113,36 @@ static void afrdma_unhash(struct sock *sk)
 {
 }
 
+/*
+ * sk_alloc() gave @sk the current task's LSM label, cgroup and memory
+ * cgroup: a kworker's, when rdma_cm's handler makes a child.  Take the
+ * listener's, as sk_clone_lock() gives TCP's children (cgroup_sk_clone()
+ * and mem_cgroup_sk_alloc() are not exported; their inline parts are).
+ */
+static void afrdma_sk_clone_owner(struct sock *sk, const struct sock *parent)
+{
+#ifdef CONFIG_SOCK_CGROUP_DATA
+	struct cgroup *cgrp = sock_cgroup_ptr(&sk->sk_cgrp_data);
+#endif
+
+	security_sk_clone(parent, sk);
+#ifdef CONFIG_SOCK_CGROUP_DATA
+	cgroup_bpf_put(cgrp);
+	cgroup_put(cgrp);
+	sk->sk_cgrp_data = parent->sk_cgrp_data;
+	cgrp = sock_cgroup_ptr(&sk->sk_cgrp_data);
+	cgroup_get(cgrp);
+	cgroup_bpf_get(cgrp);
+#endif
+#ifdef CONFIG_MEMCG
+	if (sk->sk_memcg)
+		css_put(&sk->sk_memcg->css);
+	sk->sk_memcg = parent->sk_memcg;
+	if (sk->sk_memcg)
+		css_get(&sk->sk_memcg->css);
+#endif
+}
+
 /* A connection accepted by @parent, before anyone has accepted it. */
 struct sock *afrdma_sk_clone(struct sock *parent)
 {
@@ -117,6 +152,7 @@ struct sock *afrdma_sk_clone(struct sock *parent)
 		      parent->sk_prot, 0);
 	if (!sk)
 		return NULL;
+	afrdma_sk_clone_owner(sk, parent);
 	sock_init_data(NULL, sk);
 	sk->sk_type = parent->sk_type;
 	sk->sk_protocol = parent->sk_protocol;

@@ -6,6 +6,7 @@
 #ifndef _AFRDMA_H
 #define _AFRDMA_H
 
+#include <linux/cred.h>
 #include <linux/kref.h>
 #include <linux/list.h>
 #include <linux/spinlock.h>
@@ -345,6 +346,12 @@ struct afrdma_sock {
 	char			diag_dev[IB_DEVICE_NAME_MAX];
 	int			tcp_opt[AFRDMA_TCP_OPTS];	/* see sockopt.c */
 	char			tcp_congestion[TCP_CA_NAME_MAX];
+	/*
+	 * Whose options these are: the creator's, the listener's for an
+	 * accepted socket, or whoever last set TCP_CONGESTION.  A fallback
+	 * decided in a work item applies them with these, not the worker's.
+	 */
+	const struct cred	*cred;
 	/* inet_create()'s or inet6_create()'s destructor, chained */
 	void			(*base_destruct)(struct sock *sk);
 };
@@ -373,6 +380,7 @@ int afrdma_put_addr(struct sock *sk, struct sockaddr *uaddr,
 int afrdma_tcp_opt_index(int name);
 void afrdma_sockopt_init(struct sock *sk);
 void afrdma_sockopt_clone(struct sock *sk, const struct sock *parent);
+void afrdma_sockopt_set_cred(struct sock *sk, const struct cred *cred);
 void afrdma_sockopt_to_tcp(struct sock *sk, struct socket *tcp);
 int afrdma_setsockopt(struct socket *sock, int level, int optname,
 		      sockptr_t optval, unsigned int optlen);

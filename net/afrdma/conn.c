@@ -20,11 +20,19 @@ module_param_named(debug_counter_start, afrdma_debug_counter_start, uint,
 MODULE_PARM_DESC(debug_counter_start,
 		 "test knob: SEND counters of new connections start here (default 0)");
 
+/*
+ * Any context.  COMM_EST: the peer's first SEND reached the QP before the
+ * RTU reached the CM.  rdma_cm learns it only from us (as NVMe-oF and SRP
+ * targets tell it); without, a lost RTU ends a connection whose client
+ * already sent data.  ib_cm queues the event, never sleeping here.
+ */
 static void afrdma_qp_event(struct ib_event *ev, void *ctx)
 {
 	struct afrdma_conn *conn = ctx;
 
 	pr_debug("QP event %s on %p\n", ib_event_msg(ev->event), conn);
+	if (ev->event == IB_EVENT_COMM_EST)
+		rdma_notify(conn->cm_id, ev->event);
 }
 
 static void *afrdma_map_buf(struct ib_device *ibdev, size_t size,

@@ -253,11 +253,19 @@ int afrdma_fb_connect(struct sock *sk, int reason)
 {
 	struct afrdma_sock *ars = afrdma_sk(sk);
 	struct sockaddr_storage addr;
+	const struct cred *old;
 	int len, err;
 
 	trace_afrdma_fallback(sk, reason);
 	afrdma_inc_stats(sk, AFRDMA_MIB_FALLBACK_ACTIVE);
 	afrdma_inc_stats(sk, AFRDMA_MIB_FALLBACK_REASON + reason - 1);
+	/*
+	 * Often in a work item: with the owner's credentials, not the
+	 * worker's, which would pass TCP_CONGESTION's CAP_NET_ADMIN check
+	 * and load modules.  kernel_connect() calls no LSM hook (and
+	 * security_socket_connect() is not exported); connect() on @sk did.
+	 */
+	old = override_creds(ars->cred);
 	err = afrdma_fb_prepare(sk);
 	if (err)
 		goto fail;
@@ -269,10 +277,12 @@ int afrdma_fb_connect(struct sock *sk, int reason)
 			     O_NONBLOCK);
 	if (err && err != -EINPROGRESS)
 		goto fail;
+	revert_creds(old);
 	sk->sk_state_change(sk);
 	return 0;
 
 fail:
+	revert_creds(old);
 	WRITE_ONCE(sk->sk_err, -err);
 	afrdma_set_state(sk, TCP_CLOSE);
 	sk_error_report(sk);
@@ -418,6 +428,7 @@ bool afrdma_fb_acceptable(const struct sock *sk)
 int afrdma_fb_accept(struct sock *lsk, struct sock **newsk)
 {
 	struct afrdma_sock *lars = afrdma_sk(lsk);
+	const struct cred *old;
 	struct afrdma_sock *ars;
 	struct socket *tcp;
 	struct sock *sk;
@@ -433,7 +444,10 @@ int afrdma_fb_accept(struct sock *lsk, struct sock **newsk)
 	}
 	ars = afrdma_sk(sk);
 	afrdma_fb_attach(sk, tcp, lars);
+	/* The listener's options, with its owner's rights, as TCP's child. */
+	old = override_creds(ars->cred);
 	afrdma_fb_copy_sockopts(sk, tcp);
+	revert_creds(old);
 	WRITE_ONCE(ars->fb_reason, AFRDMA_FB_PEER_TCP);
 	WRITE_ONCE(ars->transport, AFRDMA_TRANSPORT_TCP);
 	afrdma_set_state(sk, TCP_ESTABLISHED);

@@ -86,6 +86,18 @@ void afrdma_sockopt_init(struct sock *sk)
 	ars->tcp_opt[afrdma_tcp_opt_index(TCP_KEEPCNT)] =
 		READ_ONCE(an->keepalive_probes);
 	strscpy(ars->tcp_congestion, "cubic", sizeof(ars->tcp_congestion));
+	afrdma_sockopt_set_cred(sk, current_cred());
+}
+
+/* Socket lock held, or @sk not yet visible. */
+void afrdma_sockopt_set_cred(struct sock *sk, const struct cred *cred)
+{
+	struct afrdma_sock *ars = afrdma_sk(sk);
+	const struct cred *old = ars->cred;
+
+	ars->cred = get_cred(cred);
+	if (old)
+		put_cred(old);
 }
 
 /* The stored TCP options, for the TCP socket a fallback connection uses. */
@@ -122,6 +134,7 @@ void afrdma_sockopt_clone(struct sock *sk, const struct sock *parent)
 	memcpy(ars->tcp_opt, pars->tcp_opt, sizeof(ars->tcp_opt));
 	memcpy(ars->tcp_congestion, pars->tcp_congestion,
 	       sizeof(ars->tcp_congestion));
+	afrdma_sockopt_set_cred(sk, pars->cred);
 	sk->sk_ipv6only = parent->sk_ipv6only;
 	WRITE_ONCE(ars->fallback, pars->fallback);
 }
@@ -199,6 +212,30 @@ static int afrdma_get_rdma(struct sock *sk, int optname, char __user *optval,
 	return err ? : afrdma_put_int(optval, optlen, len, val);
 }
 
+/*
+ * TCP_CONGESTION as TCP would take it from this caller, now: its
+ * CAP_NET_ADMIN, net.ipv4.tcp_allowed_congestion_control and module
+ * autoload checks run on a TCP socket of our own, made by the caller (so
+ * LSMs see the caller too).  A fallback applies the name later, perhaps
+ * from a work item, with the caller's credentials (fallback.c).
+ */
+static int afrdma_congestion_check(struct sock *sk, char *name,
+				   unsigned int len)
+{
+	int family = sk->sk_family == AF_INET6 ? AF_INET6 : AF_INET;
+	struct socket *tcp;
+	int err;
+
+	err = __sock_create(sock_net(sk), family, SOCK_STREAM, IPPROTO_TCP,
+			    &tcp, 0);
+	if (err)
+		return err;
+	err = tcp->ops->setsockopt(tcp, SOL_TCP, TCP_CONGESTION,
+				   KERNEL_SOCKPTR(name), len);
+	sock_release(tcp);
+	return err;
+}
+
 static int afrdma_set_tcp(struct sock *sk, int optname, sockptr_t optval,
 			  unsigned int optlen)
 {
@@ -215,8 +252,12 @@ static int afrdma_set_tcp(struct sock *sk, int optname, sockptr_t optval,
 		if (copy_from_sockptr(name, optval, optlen))
 			return -EFAULT;
 		name[optlen] = '\0';
+		err = afrdma_congestion_check(sk, name, optlen);
+		if (err)
+			return err;
 		lock_sock(sk);
 		strscpy(ars->tcp_congestion, name, sizeof(ars->tcp_congestion));
+		afrdma_sockopt_set_cred(sk, current_cred());
 		release_sock(sk);
 		return 0;
 	}
