@@ -19,6 +19,8 @@
 #   make uninstall
 #   make fuzz [FUZZ_SECONDS=60]   libFuzzer on the wire-format parser
 #   make clean
+#   make deps                     install the Debian packages .ci/deps names
+#   make help                     this list
 #
 # Without KDIR the running kernel's build tree is used.
 
@@ -46,9 +48,18 @@ MANS	:= man/afrdma.7 man/afrdma.8 man/afrdma-run.1 man/afrdma-perf.1
 CHECK_KRELS ?=
 
 .PHONY: all module tools selftests check check-debug stress demo bench clean kdir-check deps \
-	install install-module install-user uninstall fuzz
+	install install-module install-user uninstall fuzz help
 
 all: module tools selftests
+
+# The target list at the top of this file.
+help:
+	@sed -n '/^#   make /,/^#$$/s/^# \(..*\)/\1/p' $(firstword $(MAKEFILE_LIST))
+
+deps:
+	@./tools/install-deps || { \
+		echo "afrdma: installing .ci/deps failed; run 'make deps' as root" \
+		     "(it uses apt-get) and read apt's error above." >&2; exit 1; }
 
 kdir-check:
 	@if [ ! -f "$(KDIR)/Makefile" ]; then \
@@ -57,7 +68,7 @@ kdir-check:
 		found=0; for d in /lib/modules/*/build; do \
 			[ -f "$$d/Makefile" ] && { echo "    KDIR=$$d" >&2; found=1; }; \
 		done; \
-		[ $$found = 1 ] || echo "    (none: install linux-headers-<version>)" >&2; \
+		[ $$found = 1 ] || echo "    (none: run 'make deps', or install linux-headers-<version>)" >&2; \
 		exit 1; \
 	fi
 
