@@ -54,6 +54,15 @@ CHECK_KRELS ?=
 
 all: module tools selftests
 
+# The target list at the top of this file.
+help:
+	@sed -n '/^#   make /,/^#$$/s/^# \(..*\)/\1/p' $(firstword $(MAKEFILE_LIST))
+
+deps:
+	@./tools/install-deps || { \
+		echo "afrdma: installing .ci/deps failed; run 'make deps' as root" \
+		     "(it uses apt-get) and read apt's error above." >&2; exit 1; }
+
 kdir-check:
 	@if [ ! -f "$(KDIR)/Makefile" ]; then \
 		echo "afrdma: no kernel build tree at $(KDIR)." >&2; \
@@ -61,7 +70,7 @@ kdir-check:
 		found=0; for d in /lib/modules/*/build; do \
 			[ -f "$$d/Makefile" ] && { echo "    KDIR=$$d" >&2; found=1; }; \
 		done; \
-		[ $$found = 1 ] || echo "    (none: install linux-headers-<version>)" >&2; \
+		[ $$found = 1 ] || echo "    (none: run 'make deps', or install linux-headers-<version>)" >&2; \
 		exit 1; \
 	fi
 
@@ -98,14 +107,6 @@ tools/afrdma-run: tools/afrdma-run.in
 
 selftests:
 	$(MAKE) -C selftests
-
-deps:
-	@./tools/install-deps
-
-# The list at the top of this file, without its comment marks.
-help:
-	@sed -n 's/^#   //p' $(firstword $(MAKEFILE_LIST))
-	@echo "Documentation: README.md, then Documentation/index.rst."
 
 check:
 	@./tools/testing/check $(CHECK_KRELS)

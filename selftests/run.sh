@@ -109,6 +109,9 @@ run misuse python3 ./selftests/misuse.py
 run tour ./selftests/tour.sh
 # Last: it replaces rxe0.
 run devremove ./selftests/devremove.sh
+# The kselftest entry point, on one short test: its TAP and "# Totals:".
+run kselftest env AFRDMA_TRANSFER=16M \
+	make -s -C selftests run_tests TEST_GEN_PROGS= TEST_PROGS=transfer.sh
 
 # Orphans (closed sockets still delivering) hold the module for up to
 # their 10 s bound: wait for them.

@@ -90,6 +90,23 @@ setup_mounts()
 	mount -a -T /run/afrdma-fstab
 }
 
+# vm-run shares a checkout under /tmp, /var/tmp or /run on its own (the
+# tmpfs mounted here hides the host's); mount each at its own path.
+mount_shares()
+{
+	local i opt=trans=virtio,version=9p2000.L,msize=512000,ro
+
+	read -r i < /proc/cmdline
+	[[ " $i " =~ \ afrdma_9p_cache=([a-z]+)\  ]] && opt+=,cache=${BASH_REMATCH[1]}
+	for i in "${!AFRDMA_SHARES[@]}"; do
+		if ! mkdir -p "${AFRDMA_SHARES[i]}" ||
+		   ! mount -t 9p -o "$opt" "afrdmashare$i" "${AFRDMA_SHARES[i]}"; then
+			msg "mounting ${AFRDMA_SHARES[i]} failed"
+			return 1
+		fi
+	done
+}
+
 setup_rxe()
 {
 	ip -batch - <<-EOF || return 1
@@ -177,14 +194,16 @@ setup_wire()
 
 [ -r "$CTL_DIR/env.sh" ] || { msg "no $CTL_DIR/env.sh"; finish 1; }
 # Written by vm-run with printf %q: AFRDMA_CMD (array), AFRDMA_CWD,
-# AFRDMA_TIMEOUT; with --pair also AFRDMA_ROLE, AFRDMA_SELF, AFRDMA_PEER,
-# AFRDMA_SELF6 and AFRDMA_PEER6.
+# AFRDMA_TIMEOUT, AFRDMA_SHARES (array); with --pair also AFRDMA_ROLE,
+# AFRDMA_SELF, AFRDMA_PEER, AFRDMA_SELF6 and AFRDMA_PEER6.
 AFRDMA_ROLE=
+AFRDMA_SHARES=()
 # shellcheck source=/dev/null
 . "$CTL_DIR/env.sh"
 
 load_modules overlay rdma_rxe rdma_ucm veth || { msg "modprobe failed"; finish 1; }
 setup_mounts || { msg "setting up mounts failed"; finish 1; }
+mount_shares || finish 1
 if [ -n "$AFRDMA_ROLE" ]; then
 	echo "afrdma-$AFRDMA_ROLE" > /proc/sys/kernel/hostname
 	setup_wire || { msg "wire setup failed"; finish 1; }
