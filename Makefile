@@ -12,6 +12,8 @@
 #                                 the selftests on a KASAN/lockdep/kmemleak
 #                                 6.12 kernel (built once, cached in
 #                                 /var/cache/afrdma), with a positive control
+#   make ci [CI_DEBUG=0]          what .ci/run runs: check, then check-debug
+#                                 DEBUG_TESTS=quick; one summary line
 #   make stress                   the whole check at full size: 10,000 churn cycles,
 #                                 1024 connections, 64 MiB wire streams
 #   make demo                     echo and transfer over AF_RDMA beside TCP
@@ -49,7 +51,7 @@ MANS	:= man/afrdma.7 man/afrdma.8 man/afrdma-run.1 man/afrdma-perf.1
 # everything else in /boot, and fails if one lacks its image or headers.
 CHECK_KRELS ?=
 
-.PHONY: all module tools selftests check check-debug stress demo bench clean kdir-check deps \
+.PHONY: all module tools selftests check check-debug ci stress demo bench clean kdir-check deps \
 	install install-module install-user uninstall fuzz help
 
 all: module tools selftests
@@ -115,6 +117,10 @@ check:
 # device-removal tests only.
 check-debug:
 	@./tools/testing/check-debug
+
+# What .ci/run runs: check, then check-debug's quick subset (CI_DEBUG=0: not).
+ci:
+	@./tools/testing/ci
 
 # The whole check, with the load, churn and wire tests at full size.
 stress:
