@@ -173,6 +173,7 @@ clean:
 	$(MAKE) -C selftests clean
 	$(MAKE) -C tools/testing/fuzz clean
 	$(MAKE) -C tools/testing/ring clean
+	$(MAKE) -C tools/testing/link_area clean
 	rm -f $(TOOLS) $(HOSTILE) $(COMPAT_H)
 	rm -rf build
 
