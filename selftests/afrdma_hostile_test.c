@@ -197,7 +197,10 @@ HOSTILE_CASE(priv_slots_high, "priv-slots-high", END_REJECTED, false, 0);
 HOSTILE_CASE(priv_size_low, "priv-size-low", END_REJECTED, false, 0);
 HOSTILE_CASE(priv_size_high, "priv-size-high", END_REJECTED, false, 0);
 HOSTILE_CASE(lie_size, "lie-size", END_RESET, false, 2);
-/* Unsent data holds close() for up to afrdma's 10 s close timeout. */
+/*
+ * SENDs posted to receives the peer never made wait for RC's acks: close()
+ * waits up to afrdma's 10 s for them (data merely unsent would orphan).
+ */
 HOSTILE_CASE(lie_slots, "lie-slots", END_TIMEOUT, false, 13);
 HOSTILE_CASE(silence, "silence", END_TIMEOUT, false, 2);
 /* A dead peer: keepalive (1 s idle, 1 s x 2 probes) must find it. */

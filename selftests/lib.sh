@@ -87,7 +87,7 @@ rc_qps()
 
 # unload_afrdma SECONDS: rmmod afrdma, tried once a second for up to
 # SECONDS while the last connections go down (a close with data the peer
-# has not taken may wait out afrdma's 10 s close timeout); fails if the
+# has not taken lives on as an orphan for up to 10 s); fails if the
 # module is still loaded.
 unload_afrdma()
 {
