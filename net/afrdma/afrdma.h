@@ -390,6 +390,7 @@ static inline void afrdma_add_stats(const struct sock *sk,
 
 /* diag.c; the lock also guards ars->tcp for readers without the socket lock */
 extern spinlock_t afrdma_socks_lock;
+extern struct list_head afrdma_socks;
 
 void afrdma_diag_add(struct sock *sk);
 void afrdma_diag_del(struct sock *sk);
@@ -398,8 +399,13 @@ void afrdma_diag_set_names(struct sock *sk, const struct sockaddr *src,
 			   const struct sockaddr *dst);
 void afrdma_diag_set_conn(struct sock *sk, const struct afrdma_conn *conn);
 void afrdma_diag_set_cm(struct sock *sk, struct rdma_cm_id *id);
+void afrdma_diag_queues(struct sock *sk, u32 *rxq, u32 *txq);
 int afrdma_diag_net_init(struct net *net);
 void afrdma_diag_net_exit(struct net *net);
+
+/* nl_diag.c */
+int afrdma_nld_init(void);
+void afrdma_nld_exit(void);
 
 /* fallback.c */
 static inline bool afrdma_on_tcp(const struct sock *sk)
