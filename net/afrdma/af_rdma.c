@@ -1021,6 +1021,11 @@ static int __init afrdma_init(void)
 		pr_err("sock_diag handler for family %d: %d\n", afrdma_family, err);
 		goto out_family;
 	}
+	err = afrdma_nls_init();
+	if (err) {
+		pr_err("generic netlink family %s: %d\n", AFRDMA_GENL_NAME, err);
+		goto out_nld;
+	}
 
 	inet_register_protosw(&afrdma_inet_protosw);
 #if IS_ENABLED(CONFIG_IPV6)
@@ -1036,8 +1041,10 @@ static int __init afrdma_init(void)
 #if IS_ENABLED(CONFIG_IPV6)
 out_inet:
 	inet_unregister_protosw(&afrdma_inet_protosw);
-	afrdma_nld_exit();
+	afrdma_nls_exit();
 #endif
+out_nld:
+	afrdma_nld_exit();
 out_family:
 	sock_unregister(afrdma_family);
 out_device:
@@ -1061,6 +1068,7 @@ static void __exit afrdma_exit(void)
 	inet6_unregister_protosw(&afrdma_inet6_protosw);
 #endif
 	inet_unregister_protosw(&afrdma_inet_protosw);
+	afrdma_nls_exit();
 	afrdma_nld_exit();
 	sock_unregister(afrdma_family);
 	afrdma_device_exit();

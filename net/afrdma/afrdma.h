@@ -375,6 +375,12 @@ struct afrdma_net *afrdma_net(const struct net *net);
 /* stats.c */
 int afrdma_stats_net_init(struct net *net, struct afrdma_net *an);
 void afrdma_stats_net_exit(struct net *net, struct afrdma_net *an);
+const char *afrdma_stats_name(unsigned int i);
+u64 afrdma_stats_read(const struct afrdma_net *an, unsigned int i);
+
+/* nl_stats.c */
+int afrdma_nls_init(void);
+void afrdma_nls_exit(void);
 
 static inline void afrdma_inc_stats(const struct sock *sk,
 				    enum afrdma_mib_field field)

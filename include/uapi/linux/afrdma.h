@@ -170,4 +170,51 @@ enum {
 
 #define AFRDMA_DIAG_MAX		(__AFRDMA_DIAG_MAX - 1)
 
+/*
+ * Generic netlink family AFRDMA_GENL_NAME (net/afrdma/nl_stats.c), per
+ * network namespace.  AFRDMA_CMD_GET_STATS, a request without attributes,
+ * is answered with one AFRDMA_A_STATS nest holding an AFRDMA_A_STATS_STAT
+ * nest per counter of the requester's namespace, named as in
+ * /proc/net/afrdma_stat.
+ */
+#define AFRDMA_GENL_NAME	"afrdma"
+#define AFRDMA_GENL_VERSION	1
+
+enum {
+	AFRDMA_CMD_UNSPEC,
+	AFRDMA_CMD_GET_STATS,
+	__AFRDMA_CMD_MAX,
+};
+
+#define AFRDMA_CMD_MAX		(__AFRDMA_CMD_MAX - 1)
+
+enum {
+	AFRDMA_A_UNSPEC,
+	AFRDMA_A_STATS,			/* nest of AFRDMA_A_STATS_STAT */
+	__AFRDMA_A_MAX,
+};
+
+#define AFRDMA_A_MAX		(__AFRDMA_A_MAX - 1)
+
+/* Inside AFRDMA_A_STATS */
+enum {
+	AFRDMA_A_STATS_UNSPEC,
+	AFRDMA_A_STATS_STAT,		/* nest of AFRDMA_A_STAT_* */
+	__AFRDMA_A_STATS_MAX,
+};
+
+#define AFRDMA_A_STATS_MAX	(__AFRDMA_A_STATS_MAX - 1)
+
+/* Inside each AFRDMA_A_STATS_STAT */
+enum {
+	AFRDMA_A_STAT_UNSPEC,
+	AFRDMA_A_STAT_PAD,
+	AFRDMA_A_STAT_NAME,		/* string, e.g. "ActiveOpens" */
+	AFRDMA_A_STAT_VALUE,		/* u64 */
+	AFRDMA_A_STAT_GAUGE,		/* flag: a level now, not a count */
+	__AFRDMA_A_STAT_MAX,
+};
+
+#define AFRDMA_A_STAT_MAX	(__AFRDMA_A_STAT_MAX - 1)
+
 #endif /* _UAPI_LINUX_AFRDMA_H */
