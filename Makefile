@@ -95,7 +95,7 @@ $(HOSTILE): tools/testing/afrdma-hostile.c net/afrdma/wire.c net/afrdma/wire.h
 		-lrdmacm -libverbs
 
 tools/afrdma: tools/afrdma.c $(TOOL_DEPS)
-	$(CC) $(TOOL_CFLAGS) -o $@ $<
+	$(CC) $(TOOL_CFLAGS) -o $@ $< -lmnl
 
 tools/afrdma-perf: tools/afrdma-perf.c $(TOOL_DEPS)
 	$(CC) $(TOOL_CFLAGS) -o $@ $< -lpthread

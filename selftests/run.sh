@@ -106,6 +106,7 @@ run hostile ./selftests/afrdma_hostile_test
 run ops ./selftests/ops.sh
 run trace ./selftests/trace.sh
 run misuse python3 ./selftests/misuse.py
+run diag python3 ./selftests/diag.py
 run tour ./selftests/tour.sh
 # Last: it replaces rxe0.
 run devremove ./selftests/devremove.sh

@@ -4,12 +4,19 @@
  * counters and the RDMA devices afrdma can use.
  *
  *   afrdma params       family and protocol numbers in effect
- *   afrdma ss [-l|-a]   sockets, as `ss -tni` lists TCP ones
- *   afrdma stats [-j]   this network namespace's counters, or as JSON
+ *   afrdma ss [-l|-a] [-e] [-j] [FILTER]
+ *                       sockets, as `ss -tni` lists TCP ones, from the
+ *                       kernel's sock_diag dump (libmnl)
+ *   afrdma stats [-j]   this network namespace's counters, or as JSON,
+ *                       from the module's generic netlink family
  *   afrdma devices      RDMA devices with their ports, state and netdev
  */
 #include <dirent.h>
 #include <stdbool.h>
+#include <time.h>
+#include <libmnl/libmnl.h>
+#include <linux/genetlink.h>
+#include <linux/sock_diag.h>
 
 #define ARRAY_SIZE(a)	(sizeof(a) / sizeof((a)[0]))
 
@@ -41,105 +48,436 @@ static int cmd_params(void)
 	return 0;
 }
 
-/* A file the module provides; says so when it is missing. */
-static FILE *open_proc(const char *path)
-{
-	FILE *f = fopen(path, "r");
-
-	if (!f)
-		fprintf(stderr, "afrdma: %s: %s%s\n", path, strerror(errno),
-			errno == ENOENT ? " (is the module loaded?)" : "");
-	return f;
-}
-
 static const char *const fallback_reasons[] = {
 	"", "no-device", "no-route", "unreachable", "rejected", "resources",
 	"protocol", "timeout", "peer-tcp",
 };
 
-/*
- * /proc/net/afrdma: "state local remote transport rx_queue tx_queue uid
- * inode qpn device fallback_reason rx_slots tx_slots inline" after a header
- * line, the rings as now/largest and the payload bytes a SEND carries inline.  Like ss, the
- * default leaves listeners out; -l shows only them, -a everything.
- */
-static int cmd_ss(int which)
+static const char *const transports[] = { "-", "rdma", "tcp" };
+
+/* TCP_* numbers and the names ss gives them, shown and as filters. */
+static const struct {
+	const char *show, *name;
+} states[] = {
+	[1] = { "ESTAB", "established" },	/* TCP_ESTABLISHED */
+	[2] = { "SYN-SENT", "syn-sent" },
+	[3] = { "SYN-RECV", "syn-recv" },
+	[7] = { "CLOSE", "close" },		/* TCP_CLOSE */
+	[10] = { "LISTEN", "listening" },	/* TCP_LISTEN */
+};
+
+#define ST(s)		(1U << (s))
+#define ST_LISTEN	ST(10)
+#define ST_CLOSE	ST(7)
+#define ST_ALL		0xfffU
+/* ss's default: neither listeners, nor closed, nor unaccepted sockets */
+#define ST_CONNECTED	(ST_ALL & ~(ST_LISTEN | ST_CLOSE | ST(3)))
+
+struct ss_opts {
+	bool json, ext;
+	unsigned int n;		/* sockets shown */
+};
+
+/* "addr:port" as /proc/net/afrdma prints it (%pISpc); *: no address. */
+static void fmt_addr(const struct nlattr *a, char *buf, size_t len)
 {
-	const char *path = "/proc/net/afrdma";
-	char state[16], local[64], remote[64], transport[8], dev[64];
-	unsigned int rxq, txq, uid, qpn, reason, rx, rx_max, tx, tx_max, inl;
-	unsigned long ino;
-	char line[512];
-	int fields;
-	FILE *f;
+	char ip[INET6_ADDRSTRLEN];
+	const struct sockaddr_in6 *s6;
+	const struct sockaddr_in *s4;
 
-	f = open_proc(path);
-	if (!f)
-		return 1;
-	printf("%-10s %-7s %-7s %-40s %-40s %s\n", "State", "Recv-Q", "Send-Q",
-	       "Local Address:Port", "Peer Address:Port", "Transport");
-	if (!fgets(line, sizeof(line), f)) {
-		fclose(f);
-		return 1;
+	if (a && mnl_attr_get_payload_len(a) >= sizeof(*s6) &&
+	    ((const struct sockaddr *)mnl_attr_get_payload(a))->sa_family == AF_INET6) {
+		s6 = mnl_attr_get_payload(a);
+		inet_ntop(AF_INET6, &s6->sin6_addr, ip, sizeof(ip));
+		snprintf(buf, len, "[%s]:%u", ip, ntohs(s6->sin6_port));
+	} else if (a && mnl_attr_get_payload_len(a) >= sizeof(*s4) &&
+		   ((const struct sockaddr *)mnl_attr_get_payload(a))->sa_family == AF_INET) {
+		s4 = mnl_attr_get_payload(a);
+		inet_ntop(AF_INET, &s4->sin_addr, ip, sizeof(ip));
+		snprintf(buf, len, "%s:%u", ip, ntohs(s4->sin_port));
+	} else {
+		snprintf(buf, len, "0.0.0.0:0");
 	}
-	while (fgets(line, sizeof(line), f)) {
-		bool listening;
+}
 
-		fields = sscanf(line, "%15s %63s %63s %7s %u %u %u %lu %u %63s %u %u/%u %u/%u %u",
-				state, local, remote, transport, &rxq, &txq, &uid,
-				&ino, &qpn, dev, &reason, &rx, &rx_max, &tx, &tx_max,
-				&inl);
-		if (fields < 11)
-			continue;
-		listening = !strcmp(state, "LISTEN");
-		if ((which == 'l' && !listening) || (!which && listening))
-			continue;
-		printf("%-10s %-7u %-7u %-40s %-40s %s\n", state, rxq, txq, local,
-		       listening ? "*" : remote, transport);
-		printf("\t uid:%u ino:%lu", uid, ino);
-		/* Another user's QP number reads 0 (see afrdma(8)). */
-		if (qpn)
-			printf(" qp:%u", qpn);
-		if (strcmp(dev, "-"))
-			printf(" dev:%s", dev);
-		if (qpn && fields >= 15)
-			printf(" rx_slots:%u/%u tx_slots:%u/%u", rx, rx_max, tx,
-			       tx_max);
-		if (qpn && fields >= 16)
-			printf(" inline:%u", inl);
-		if (reason && reason < ARRAY_SIZE(fallback_reasons))
-			printf(" fallback:%s", fallback_reasons[reason]);
-		putchar('\n');
+static int ss_attr(const struct nlattr *a, void *data)
+{
+	const struct nlattr **tb = data;
+
+	if (mnl_attr_type_valid(a, AFRDMA_DIAG_MAX) > 0)
+		tb[mnl_attr_get_type(a)] = a;
+	return MNL_CB_OK;
+}
+
+/* A struct attribute, or NULL when absent or shorter than @len. */
+static const void *ss_struct(const struct nlattr *a, size_t len)
+{
+	return a && mnl_attr_get_payload_len(a) >= len ? mnl_attr_get_payload(a) : NULL;
+}
+
+static unsigned int ss_u32(const struct nlattr *a)
+{
+	return a && mnl_attr_get_payload_len(a) >= 4 ? mnl_attr_get_u32(a) : 0;
+}
+
+static const char *family_name(int family)
+{
+	if (family == AF_INET)
+		return "inet";
+	if (family == AF_INET6)
+		return "inet6";
+	return "rdma";
+}
+
+static int ss_show(const struct nlmsghdr *nlh, void *data)
+{
+	const struct afrdma_diag_msg *r = mnl_nlmsg_get_payload(nlh);
+	const struct nlattr *tb[AFRDMA_DIAG_MAX + 1] = {};
+	const struct afrdma_diag_zerocopy *zc;
+	const struct afrdma_diag_credits *cr;
+	const struct afrdma_diag_rings *rg;
+	const char *state, *transport, *dev;
+	struct ss_opts *o = data;
+	char local[64], peer[64];
+	unsigned long long cookie;
+	unsigned int qpn;
+	bool listening;
+
+	if (nlh->nlmsg_type != SOCK_DIAG_BY_FAMILY ||
+	    mnl_nlmsg_get_payload_len(nlh) < sizeof(*r))
+		return MNL_CB_OK;
+	mnl_attr_parse(nlh, sizeof(*r), ss_attr, tb);
+	state = r->adiag_state < ARRAY_SIZE(states) && states[r->adiag_state].show ?
+		states[r->adiag_state].show : "?";
+	transport = r->adiag_transport < ARRAY_SIZE(transports) ?
+		    transports[r->adiag_transport] : "?";
+	listening = r->adiag_state == 10;
+	fmt_addr(tb[AFRDMA_DIAG_LOCAL], local, sizeof(local));
+	fmt_addr(tb[AFRDMA_DIAG_PEER], peer, sizeof(peer));
+	dev = tb[AFRDMA_DIAG_DEVICE] ? mnl_attr_get_str(tb[AFRDMA_DIAG_DEVICE]) : NULL;
+	qpn = ss_u32(tb[AFRDMA_DIAG_QPN]);
+	rg = ss_struct(tb[AFRDMA_DIAG_RINGS], sizeof(*rg));
+	cr = ss_struct(tb[AFRDMA_DIAG_CREDITS], sizeof(*cr));
+	zc = ss_struct(tb[AFRDMA_DIAG_ZEROCOPY], sizeof(*zc));
+	cookie = (unsigned long long)r->adiag_cookie[1] << 32 | r->adiag_cookie[0];
+
+	if (o->json) {
+		printf("%s{\"state\":\"%s\",\"family\":\"%s\",\"local\":\"%s\","
+		       "\"peer\":\"%s\",\"sport\":%u,\"dport\":%u,"
+		       "\"transport\":\"%s\",\"fallback\":\"%s\",\"rqueue\":%u,"
+		       "\"wqueue\":%u,\"uid\":%u,\"inode\":%u,\"cookie\":%llu",
+		       o->n ? "," : "", state, family_name(r->adiag_family), local,
+		       peer, ntohs(r->adiag_sport), ntohs(r->adiag_dport),
+		       transport, r->adiag_fb_reason < ARRAY_SIZE(fallback_reasons) ?
+		       fallback_reasons[r->adiag_fb_reason] : "?",
+		       ss_u32(tb[AFRDMA_DIAG_RQUEUE]), ss_u32(tb[AFRDMA_DIAG_WQUEUE]),
+		       r->adiag_uid, r->adiag_inode, cookie);
+		if (dev)
+			printf(",\"device\":\"%s\"", dev);
+		if (tb[AFRDMA_DIAG_QPN])
+			printf(",\"qpn\":%u", qpn);
+		if (rg)
+			printf(",\"rings\":{\"rx_slots\":%u,\"rx_max\":%u,"
+			       "\"rx_slot_size\":%u,\"tx_slots\":%u,\"tx_max\":%u,"
+			       "\"tx_slot_size\":%u,\"inline\":%u}", rg->rx_slots,
+			       rg->rx_max, rg->rx_slot_size, rg->tx_slots,
+			       rg->tx_max, rg->tx_slot_size, rg->tx_inline);
+		if (cr)
+			printf(",\"credits\":{\"tx\":%u,\"peer\":%u,\"owed\":%u}",
+			       cr->tx_credits, cr->peer_credits, cr->rx_owed);
+		if (zc)
+			printf(",\"zerocopy\":{\"on\":%s,\"rx\":%s,\"tx_pages\":%u,"
+			       "\"rx_pages\":%u}",
+			       zc->flags & AFRDMA_DIAG_ZC_ON ? "true" : "false",
+			       zc->flags & AFRDMA_DIAG_ZC_RX ? "true" : "false",
+			       zc->tx_pages, zc->rx_pages);
+		putchar('}');
+		o->n++;
+		return MNL_CB_OK;
 	}
-	fclose(f);
+	printf("%-10s %-7u %-7u %-40s %-40s %s\n", state,
+	       ss_u32(tb[AFRDMA_DIAG_RQUEUE]), ss_u32(tb[AFRDMA_DIAG_WQUEUE]),
+	       local, listening ? "*" : peer, transport);
+	printf("\t uid:%u ino:%u", r->adiag_uid, r->adiag_inode);
+	/* Another user's QP number reads 0 (see afrdma(8)). */
+	if (qpn)
+		printf(" qp:%u", qpn);
+	if (dev)
+		printf(" dev:%s", dev);
+	if (rg)
+		printf(" rx_slots:%u/%u tx_slots:%u/%u inline:%u", rg->rx_slots,
+		       rg->rx_max, rg->tx_slots, rg->tx_max, rg->tx_inline);
+	if (r->adiag_fb_reason && r->adiag_fb_reason < ARRAY_SIZE(fallback_reasons))
+		printf(" fallback:%s", fallback_reasons[r->adiag_fb_reason]);
+	if (o->ext) {
+		printf(" sk:%llx family:%s", cookie, family_name(r->adiag_family));
+		if (rg)
+			printf(" slot_size:%u/%u", rg->rx_slot_size, rg->tx_slot_size);
+		if (cr)
+			printf(" credits:%u peer_credits:%u owed:%u",
+			       cr->tx_credits, cr->peer_credits, cr->rx_owed);
+		if (zc)
+			printf(" zerocopy:%s%s tx_pages:%u rx_pages:%u",
+			       zc->flags & AFRDMA_DIAG_ZC_ON ? "on" : "off",
+			       zc->flags & AFRDMA_DIAG_ZC_RX ? ",rx" : "",
+			       zc->tx_pages, zc->rx_pages);
+	}
+	putchar('\n');
+	o->n++;
+	return MNL_CB_OK;
+}
+
+/* One SOCK_DIAG_BY_FAMILY dump of afrdma's sockets through @cb. */
+static int ss_dump(const struct afrdma_diag_req *req, mnl_cb_t cb, void *data)
+{
+	char buf[MNL_SOCKET_BUFFER_SIZE];
+	struct afrdma_diag_req *r;
+	struct mnl_socket *nl;
+	struct nlmsghdr *nlh;
+	unsigned int seq, portid;
+	int ret = -1;
+	ssize_t n;
+
+	nl = mnl_socket_open(NETLINK_SOCK_DIAG);
+	if (!nl || mnl_socket_bind(nl, 0, MNL_SOCKET_AUTOPID) < 0) {
+		perror("afrdma: netlink");
+		goto out;
+	}
+	nlh = mnl_nlmsg_put_header(buf);
+	nlh->nlmsg_type = SOCK_DIAG_BY_FAMILY;
+	nlh->nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP;
+	nlh->nlmsg_seq = seq = time(NULL);
+	r = mnl_nlmsg_put_extra_header(nlh, sizeof(*r));
+	*r = *req;
+	portid = mnl_socket_get_portid(nl);
+	if (mnl_socket_sendto(nl, nlh, nlh->nlmsg_len) < 0) {
+		perror("afrdma: netlink send");
+		goto out;
+	}
+	while ((n = mnl_socket_recvfrom(nl, buf, sizeof(buf))) > 0) {
+		ret = mnl_cb_run(buf, n, seq, portid, cb, data);
+		if (ret <= MNL_CB_STOP)
+			break;
+	}
+	if (n < 0 || ret < 0) {
+		ret = -1;
+		fprintf(stderr, "afrdma: socket dump: %s%s\n", strerror(errno),
+			errno == ENOENT ? " (the module has no sock_diag handler)" : "");
+	}
+out:
+	if (nl)
+		mnl_socket_close(nl);
+	return ret < 0 ? 1 : 0;
+}
+
+/* ":N" or "N" */
+static int parse_port(const char *s, __be16 *port)
+{
+	char *end;
+	long v;
+
+	if (*s == ':')
+		s++;
+	v = strtol(s, &end, 10);
+	if (!*s || *end || v <= 0 || v > 65535)
+		return -1;
+	*port = htons(v);
 	return 0;
 }
 
-/* /proc/net/afrdma_stat, one "Name value" per line, as text or JSON. */
+/*
+ * afrdma ss [-l|-a] [-e] [-j] [state NAME]... [sport = :N] [dport = :N]:
+ * ss's options and filter words, served by the kernel's socket dump.  Like
+ * ss, the default shows "state connected" (no listeners, closed or
+ * unaccepted sockets); -l shows only listeners, -a everything, and
+ * "state" words replace either.
+ */
+static int cmd_ss(int argc, char **argv)
+{
+	struct afrdma_diag_req req = { .adiag_states = ST_CONNECTED };
+	unsigned int want = 0, i;
+	struct ss_opts o = {};
+	int rc, k;
+
+	for (k = 0; k < argc; k++) {
+		const char *a = argv[k];
+
+		if (!strcmp(a, "-l")) {
+			req.adiag_states = ST_LISTEN;
+		} else if (!strcmp(a, "-a")) {
+			req.adiag_states = 0;
+		} else if (!strcmp(a, "-e")) {
+			o.ext = true;
+		} else if (!strcmp(a, "-j")) {
+			o.json = true;
+		} else if (!strcmp(a, "state") && k + 1 < argc) {
+			a = argv[++k];
+			if (!strcmp(a, "all"))
+				want |= ST_ALL;
+			else if (!strcmp(a, "connected"))
+				want |= ST_CONNECTED;
+			else if (!strcmp(a, "closed"))
+				want |= ST_CLOSE;
+			else if (!strcmp(a, "listen"))
+				want |= ST_LISTEN;
+			for (i = 0; i < ARRAY_SIZE(states); i++)
+				if (states[i].name && !strcmp(a, states[i].name))
+					want |= ST(i);
+			if (!want) {
+				fprintf(stderr, "afrdma: unknown state %s\n", a);
+				return 2;
+			}
+		} else if (!strcmp(a, "sport") || !strcmp(a, "dport")) {
+			__be16 *port = a[0] == 's' ? &req.adiag_sport : &req.adiag_dport;
+
+			if (k + 1 < argc && (!strcmp(argv[k + 1], "=") ||
+					     !strcmp(argv[k + 1], "==") ||
+					     !strcmp(argv[k + 1], "eq")))
+				k++;
+			if (k + 1 >= argc || parse_port(argv[++k], port)) {
+				fprintf(stderr, "afrdma: %s wants = :PORT\n", a);
+				return 2;
+			}
+		} else {
+			fprintf(stderr, "afrdma: ss: unknown argument %s\n", a);
+			return 2;
+		}
+	}
+	if (want)
+		req.adiag_states = want;
+	if (access("/sys/module/afrdma", F_OK)) {
+		fprintf(stderr, "afrdma: module not loaded\n");
+		return 1;
+	}
+	req.sdiag_family = afrdma_family_nr();
+	if (o.json)
+		putchar('[');
+	else
+		printf("%-10s %-7s %-7s %-40s %-40s %s\n", "State", "Recv-Q",
+		       "Send-Q", "Local Address:Port", "Peer Address:Port",
+		       "Transport");
+	rc = ss_dump(&req, ss_show, &o);
+	if (o.json)
+		puts("]");
+	return rc;
+}
+
+/* Asks generic netlink @nl for family @name's number; 0 if it has none. */
+static unsigned int genl_family_id(struct mnl_socket *nl, const char *name)
+{
+	char buf[MNL_SOCKET_BUFFER_SIZE];
+	unsigned int seq = time(NULL), id = 0;
+	struct nlmsghdr *nlh;
+	struct genlmsghdr *g;
+	struct nlattr *a;
+	ssize_t n;
+
+	nlh = mnl_nlmsg_put_header(buf);
+	nlh->nlmsg_type = GENL_ID_CTRL;
+	nlh->nlmsg_flags = NLM_F_REQUEST;
+	nlh->nlmsg_seq = seq;
+	g = mnl_nlmsg_put_extra_header(nlh, sizeof(*g));
+	g->cmd = CTRL_CMD_GETFAMILY;
+	g->version = 1;
+	mnl_attr_put_strz(nlh, CTRL_ATTR_FAMILY_NAME, name);
+	if (mnl_socket_sendto(nl, nlh, nlh->nlmsg_len) < 0)
+		return 0;
+	n = mnl_socket_recvfrom(nl, buf, sizeof(buf));
+	nlh = (struct nlmsghdr *)buf;
+	if (n <= 0 || !mnl_nlmsg_ok(nlh, n) || nlh->nlmsg_type == NLMSG_ERROR)
+		return 0;
+	mnl_attr_for_each(a, nlh, sizeof(*g))
+		if (mnl_attr_get_type(a) == CTRL_ATTR_FAMILY_ID)
+			id = mnl_attr_get_u16(a);
+	return id;
+}
+
+struct stats_opts {
+	bool json;
+	unsigned int n;
+};
+
+static int stats_show(const struct nlmsghdr *nlh, void *data)
+{
+	struct stats_opts *o = data;
+	const struct nlattr *top, *stat, *a;
+
+	mnl_attr_for_each(top, nlh, sizeof(struct genlmsghdr)) {
+		if (mnl_attr_get_type(top) != AFRDMA_A_STATS)
+			continue;
+		mnl_attr_for_each_nested(stat, top) {
+			const char *name = NULL;
+			unsigned long long val = 0;
+
+			if (mnl_attr_get_type(stat) != AFRDMA_A_STATS_STAT)
+				continue;
+			mnl_attr_for_each_nested(a, stat) {
+				if (mnl_attr_get_type(a) == AFRDMA_A_STAT_NAME)
+					name = mnl_attr_get_str(a);
+				else if (mnl_attr_get_type(a) == AFRDMA_A_STAT_VALUE &&
+					 mnl_attr_get_payload_len(a) == 8)
+					val = mnl_attr_get_u64(a);
+			}
+			if (!name)
+				continue;
+			if (o->json)
+				printf("%s\"%s\":%llu", o->n ? "," : "", name, val);
+			else
+				printf("%-24s %llu\n", name, val);
+			o->n++;
+		}
+	}
+	return MNL_CB_OK;
+}
+
+/* The namespace's counters over generic netlink, as text or JSON. */
 static int cmd_stats(bool json)
 {
-	const char *path = "/proc/net/afrdma_stat";
-	unsigned long long val;
-	char name[64];
-	int n = 0;
-	FILE *f;
+	char buf[MNL_SOCKET_BUFFER_SIZE];
+	struct stats_opts o = { .json = json };
+	unsigned int seq, portid, id;
+	struct mnl_socket *nl;
+	struct nlmsghdr *nlh;
+	struct genlmsghdr *g;
+	int ret = -1;
+	ssize_t n;
 
-	f = open_proc(path);
-	if (!f)
-		return 1;
-	if (json)
-		putchar('{');
-	while (fscanf(f, "%63s %llu", name, &val) == 2) {
-		if (json)
-			printf("%s\"%s\":%llu", n ? "," : "", name, val);
-		else
-			printf("%-24s %llu\n", name, val);
-		n++;
+	nl = mnl_socket_open(NETLINK_GENERIC);
+	if (!nl || mnl_socket_bind(nl, 0, MNL_SOCKET_AUTOPID) < 0) {
+		perror("afrdma: netlink");
+		goto out;
+	}
+	id = genl_family_id(nl, AFRDMA_GENL_NAME);
+	if (!id) {
+		fprintf(stderr, "afrdma: no generic netlink family %s (is the module loaded?)\n",
+			AFRDMA_GENL_NAME);
+		goto out;
+	}
+	nlh = mnl_nlmsg_put_header(buf);
+	nlh->nlmsg_type = id;
+	nlh->nlmsg_flags = NLM_F_REQUEST;
+	nlh->nlmsg_seq = seq = time(NULL) + 1;
+	g = mnl_nlmsg_put_extra_header(nlh, sizeof(*g));
+	g->cmd = AFRDMA_CMD_GET_STATS;
+	g->version = AFRDMA_GENL_VERSION;
+	portid = mnl_socket_get_portid(nl);
+	if (mnl_socket_sendto(nl, nlh, nlh->nlmsg_len) < 0) {
+		perror("afrdma: netlink send");
+		goto out;
 	}
 	if (json)
+		putchar('{');
+	n = mnl_socket_recvfrom(nl, buf, sizeof(buf));
+	if (n > 0)
+		ret = mnl_cb_run(buf, n, seq, portid, stats_show, &o);
+	if (json)
 		puts("}");
-	fclose(f);
-	return n ? 0 : 1;
+	if (n <= 0 || ret < 0)
+		fprintf(stderr, "afrdma: stats: %s\n", strerror(errno));
+out:
+	if (nl)
+		mnl_socket_close(nl);
+	return ret >= 0 && o.n ? 0 : 1;
 }
 
 static int cmd_devices(void)
@@ -188,9 +526,12 @@ static int cmd_devices(void)
 
 static void usage(FILE *f)
 {
-	fprintf(f, "Usage: afrdma params | ss [-l|-a] | stats [-j] | devices\n"
+	fprintf(f, "Usage: afrdma params | ss [-l|-a] [-e] [-j] [FILTER] | stats [-j] | devices\n"
 		   "  params      address family and IPPROTO numbers in effect\n"
-		   "  ss [-l|-a]  sockets (-l: listening only, -a: all), as ss -tni\n"
+		   "  ss [-l|-a]  sockets (-l: listening only, -a: all), as ss -tni;\n"
+		   "              -e: extended detail, -j: JSON; FILTER as ss's:\n"
+		   "              state NAME (established, syn-sent, syn-recv,\n"
+		   "              listening, close, connected, all)... sport = :N dport = :N\n"
 		   "  stats [-j]  counters of this network namespace (-j: JSON)\n"
 		   "  devices     RDMA devices afrdma can use\n");
 }
@@ -199,10 +540,8 @@ int main(int argc, char **argv)
 {
 	if (argc == 2 && !strcmp(argv[1], "params"))
 		return cmd_params();
-	if (argc >= 2 && !strcmp(argv[1], "ss") &&
-	    (argc == 2 || (argc == 3 && (!strcmp(argv[2], "-l") ||
-					 !strcmp(argv[2], "-a")))))
-		return cmd_ss(argc == 3 ? argv[2][1] : 0);
+	if (argc >= 2 && !strcmp(argv[1], "ss"))
+		return cmd_ss(argc - 2, argv + 2);
 	if (argc >= 2 && !strcmp(argv[1], "stats") &&
 	    (argc == 2 || (argc == 3 && !strcmp(argv[2], "-j"))))
 		return cmd_stats(argc == 3);

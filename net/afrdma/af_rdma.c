@@ -1317,6 +1317,17 @@ static int __init afrdma_init(void)
 		goto out_device;
 	}
 
+	err = afrdma_nld_init();
+	if (err) {
+		pr_err("sock_diag handler for family %d: %d\n", afrdma_family, err);
+		goto out_family;
+	}
+	err = afrdma_nls_init();
+	if (err) {
+		pr_err("generic netlink family %s: %d\n", AFRDMA_GENL_NAME, err);
+		goto out_nld;
+	}
+
 	inet_register_protosw(&afrdma_inet_protosw);
 #if IS_ENABLED(CONFIG_IPV6)
 	afrdma_inet6_protosw.protocol = afrdma_ipproto;
@@ -1331,8 +1342,12 @@ static int __init afrdma_init(void)
 #if IS_ENABLED(CONFIG_IPV6)
 out_inet:
 	inet_unregister_protosw(&afrdma_inet_protosw);
-	sock_unregister(afrdma_family);
+	afrdma_nls_exit();
 #endif
+out_nld:
+	afrdma_nld_exit();
+out_family:
+	sock_unregister(afrdma_family);
 out_device:
 	afrdma_device_exit();
 out_sysctl:
@@ -1354,6 +1369,8 @@ static void __exit afrdma_exit(void)
 	inet6_unregister_protosw(&afrdma_inet6_protosw);
 #endif
 	inet_unregister_protosw(&afrdma_inet_protosw);
+	afrdma_nls_exit();
+	afrdma_nld_exit();
 	sock_unregister(afrdma_family);
 	afrdma_device_exit();
 	afrdma_sysctl_exit();

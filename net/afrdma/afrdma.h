@@ -396,6 +396,12 @@ struct afrdma_net *afrdma_net(const struct net *net);
 /* stats.c */
 int afrdma_stats_net_init(struct net *net, struct afrdma_net *an);
 void afrdma_stats_net_exit(struct net *net, struct afrdma_net *an);
+const char *afrdma_stats_name(unsigned int i);
+u64 afrdma_stats_read(const struct afrdma_net *an, unsigned int i);
+
+/* nl_stats.c */
+int afrdma_nls_init(void);
+void afrdma_nls_exit(void);
 
 static inline void afrdma_inc_stats(const struct sock *sk,
 				    enum afrdma_mib_field field)
@@ -411,6 +417,7 @@ static inline void afrdma_add_stats(const struct sock *sk,
 
 /* diag.c; the lock also guards ars->tcp for readers without the socket lock */
 extern spinlock_t afrdma_socks_lock;
+extern struct list_head afrdma_socks;
 
 void afrdma_diag_add(struct sock *sk);
 void afrdma_diag_del(struct sock *sk);
@@ -419,8 +426,13 @@ void afrdma_diag_set_names(struct sock *sk, const struct sockaddr *src,
 			   const struct sockaddr *dst);
 void afrdma_diag_set_conn(struct sock *sk, const struct afrdma_conn *conn);
 void afrdma_diag_set_cm(struct sock *sk, struct rdma_cm_id *id);
+void afrdma_diag_queues(struct sock *sk, u32 *rxq, u32 *txq);
 int afrdma_diag_net_init(struct net *net);
 void afrdma_diag_net_exit(struct net *net);
+
+/* nl_diag.c */
+int afrdma_nld_init(void);
+void afrdma_nld_exit(void);
 
 /* fallback.c */
 static inline bool afrdma_on_tcp(const struct sock *sk)

@@ -198,7 +198,8 @@ static int afrdma_cm_route_resolved(struct sock *sk, struct rdma_cm_id *id)
 						EHOSTUNREACH : -err,
 						AFRDMA_FB_RESOURCES);
 	}
-	ars->conn = conn;
+	/* Published to the lockless diag readers fully set up */
+	smp_store_release(&ars->conn, conn);
 	afrdma_cm_conn_param(&param, &priv, conn, NULL);
 	err = rdma_connect_locked(id, &param);
 	if (err)
@@ -423,7 +424,8 @@ static int afrdma_cm_request(struct sock *lsk, struct rdma_cm_id *id,
 	conn = afrdma_conn_create(sk, id, peer.flags & AFRDMA_CM_GROW);
 	if (IS_ERR(conn))
 		goto drop;
-	ars->conn = conn;
+	/* Published to the lockless diag readers fully set up */
+	smp_store_release(&ars->conn, conn);
 	afrdma_conn_start(conn, &peer);
 
 	afrdma_cm_conn_param(&param, &priv, conn, &ev->param.conn);

@@ -6,6 +6,9 @@
  * device and the receive and send rings (buffers now/at most).  `afrdma
  * ss` formats it.
  *
+ * Kept read-only for compatibility: nl_diag.c serves the same over
+ * NETLINK_SOCK_DIAG, which `afrdma ss` reads now.
+ *
  * The QP number is a handle on the RDMA side of a connection, which TCP
  * has no counterpart of in /proc/net/tcp; like the socket mark in
  * inet_diag, it is shown only to the socket's owner and to CAP_NET_ADMIN
@@ -28,7 +31,7 @@
 
 #include "afrdma.h"
 
-static LIST_HEAD(afrdma_socks);
+LIST_HEAD(afrdma_socks);
 DEFINE_SPINLOCK(afrdma_socks_lock);
 
 void afrdma_diag_add(struct sock *sk)
@@ -115,7 +118,7 @@ static const struct sockaddr *afrdma_diag_addr(const struct sockaddr_storage *ss
 }
 
 /* Bytes queued each way; the list lock keeps ars->tcp alive. */
-static void afrdma_diag_queues(struct sock *sk, u32 *rxq, u32 *txq)
+void afrdma_diag_queues(struct sock *sk, u32 *rxq, u32 *txq)
 {
 	struct afrdma_sock *ars = afrdma_sk(sk);
 	struct afrdma_conn *conn = ars->conn;

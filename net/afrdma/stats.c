@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * afrdma counters, per network namespace, in /proc/net/afrdma_stat: one
- * "Name value" line per counter, so that shell tools and `afrdma stats`
- * read them alike.
+ * "Name value" line per counter, so that shell tools read them easily.
+ * Kept read-only for compatibility: nl_stats.c serves the same over
+ * generic netlink, which `afrdma stats` reads now.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -49,19 +50,30 @@ static const char * const afrdma_mib_names[AFRDMA_MIB_MAX] = {
 	[AFRDMA_MIB_ORPHAN_TIMEOUTS]	= "OrphanTimeouts",
 };
 
+const char *afrdma_stats_name(unsigned int i)
+{
+	return afrdma_mib_names[i];
+}
+
+/* Counter @i of @an, summed over the CPUs. */
+u64 afrdma_stats_read(const struct afrdma_net *an, unsigned int i)
+{
+	u64 sum = 0;
+	int cpu;
+
+	for_each_possible_cpu(cpu)
+		sum += READ_ONCE(per_cpu_ptr(an->mib, cpu)->mibs[i]);
+	return sum;
+}
+
 static int afrdma_stat_show(struct seq_file *seq, void *v)
 {
 	const struct afrdma_net *an = afrdma_net(seq_file_single_net(seq));
 	unsigned int i;
-	int cpu;
 
-	for (i = 0; i < AFRDMA_MIB_MAX; i++) {
-		u64 sum = 0;
-
-		for_each_possible_cpu(cpu)
-			sum += READ_ONCE(per_cpu_ptr(an->mib, cpu)->mibs[i]);
-		seq_printf(seq, "%s %llu\n", afrdma_mib_names[i], sum);
-	}
+	for (i = 0; i < AFRDMA_MIB_MAX; i++)
+		seq_printf(seq, "%s %llu\n", afrdma_mib_names[i],
+			   afrdma_stats_read(an, i));
 	/* A gauge, not a counter: RDMA connections holding resources now. */
 	seq_printf(seq, "CurrConnections %d\n", atomic_read(&an->conns));
 	/* Closed sockets whose data is still being delivered. */

@@ -83,4 +83,138 @@ enum {
 	AFRDMA_FB_MAX
 };
 
+/*
+ * Socket diagnostics over NETLINK_SOCK_DIAG (net/afrdma/nl_diag.c), the way
+ * smc_diag serves AF_SMC: a SOCK_DIAG_BY_FAMILY dump request (NLM_F_DUMP)
+ * whose sdiag_family is AF_RDMA's number in effect lists every afrdma
+ * socket of the requester's network namespace, those made with AF_RDMA and
+ * those made with IPPROTO_RDMA under AF_INET or AF_INET6 alike.
+ *
+ * A filter field of zero matches everything.  adiag_states is a mask of
+ * 1 << TCP_* (TCP_ESTABLISHED, TCP_SYN_SENT, TCP_SYN_RECV, TCP_LISTEN,
+ * TCP_CLOSE); adiag_family is the family the socket was made with.
+ */
+struct afrdma_diag_req {
+	__u8	sdiag_family;		/* AF_RDMA's number in effect */
+	__u8	sdiag_protocol;		/* 0 */
+	__u8	adiag_family;		/* AF_INET, AF_INET6, AF_RDMA's, or 0 */
+	__u8	adiag_pad;
+	__u32	adiag_states;		/* 1 << TCP_*, or 0 */
+	__be16	adiag_sport;		/* local port, or 0 */
+	__be16	adiag_dport;		/* peer port, or 0 */
+};
+
+/* One per socket, followed by AFRDMA_DIAG_* attributes. */
+struct afrdma_diag_msg {
+	__u8	adiag_family;		/* as in the request */
+	__u8	adiag_state;		/* TCP_* */
+	__u8	adiag_transport;	/* AFRDMA_TRANSPORT_* */
+	__u8	adiag_fb_reason;	/* AFRDMA_FB_*, why TCP carries it */
+	__be16	adiag_sport;
+	__be16	adiag_dport;
+	__u32	adiag_uid;
+	__u32	adiag_inode;
+	__u32	adiag_cookie[2];	/* sock_diag's socket cookie */
+};
+
+/* AFRDMA_DIAG_RINGS: buffers each way, now and at most, and their sizes. */
+struct afrdma_diag_rings {
+	__u32	rx_slots;
+	__u32	rx_max;
+	__u32	rx_slot_size;
+	__u32	tx_slots;
+	__u32	tx_max;
+	__u32	tx_slot_size;
+	__u32	tx_inline;		/* payload bytes a SEND carries inline */
+};
+
+/* AFRDMA_DIAG_CREDITS: the flow control of an RDMA connection. */
+struct afrdma_diag_credits {
+	__u32	tx_credits;		/* peer receive buffers we may fill */
+	__u32	peer_credits;		/* ours the peer was told of, unfilled */
+	__u32	rx_owed;		/* ours reposted, not yet reported */
+};
+
+/* AFRDMA_DIAG_ZEROCOPY flags */
+#define AFRDMA_DIAG_ZC_ON	0x1	/* SO_ZEROCOPY (or AFRDMA_ZEROCOPY) set */
+#define AFRDMA_DIAG_ZC_RX	0x2	/* the peer reads large sends (SRCAVAIL) */
+
+/* AFRDMA_DIAG_ZEROCOPY */
+struct afrdma_diag_zerocopy {
+	__u32	flags;			/* AFRDMA_DIAG_ZC_* */
+	__u32	tx_pages;		/* user pages per SEND; 0: sends copy */
+	__u32	rx_pages;		/* pages per SRCAVAIL offered; 0: none */
+};
+
+/*
+ * Attributes after struct afrdma_diag_msg.  AFRDMA_DIAG_QPN reads 0 unless
+ * the requester (the netlink socket's opener) owns the socket or has
+ * CAP_NET_ADMIN, as in /proc/net/afrdma.  QPN and DEVICE come once a
+ * socket had an RDMA connection; RINGS, CREDITS and ZEROCOPY only while
+ * that connection has its resources.
+ */
+enum {
+	AFRDMA_DIAG_UNSPEC,
+	AFRDMA_DIAG_PAD,
+	AFRDMA_DIAG_LOCAL,		/* struct sockaddr_in or sockaddr_in6 */
+	AFRDMA_DIAG_PEER,		/* struct sockaddr_in or sockaddr_in6 */
+	AFRDMA_DIAG_RQUEUE,		/* u32: unread bytes; listener: backlog */
+	AFRDMA_DIAG_WQUEUE,		/* u32: unsent bytes; listener: its limit */
+	AFRDMA_DIAG_DEVICE,		/* string: the RDMA device */
+	AFRDMA_DIAG_QPN,		/* u32 */
+	AFRDMA_DIAG_RINGS,		/* struct afrdma_diag_rings */
+	AFRDMA_DIAG_CREDITS,		/* struct afrdma_diag_credits */
+	AFRDMA_DIAG_ZEROCOPY,		/* struct afrdma_diag_zerocopy */
+	__AFRDMA_DIAG_MAX,
+};
+
+#define AFRDMA_DIAG_MAX		(__AFRDMA_DIAG_MAX - 1)
+
+/*
+ * Generic netlink family AFRDMA_GENL_NAME (net/afrdma/nl_stats.c), per
+ * network namespace.  AFRDMA_CMD_GET_STATS, a request without attributes,
+ * is answered with one AFRDMA_A_STATS nest holding an AFRDMA_A_STATS_STAT
+ * nest per counter of the requester's namespace, named as in
+ * /proc/net/afrdma_stat.
+ */
+#define AFRDMA_GENL_NAME	"afrdma"
+#define AFRDMA_GENL_VERSION	1
+
+enum {
+	AFRDMA_CMD_UNSPEC,
+	AFRDMA_CMD_GET_STATS,
+	__AFRDMA_CMD_MAX,
+};
+
+#define AFRDMA_CMD_MAX		(__AFRDMA_CMD_MAX - 1)
+
+enum {
+	AFRDMA_A_UNSPEC,
+	AFRDMA_A_STATS,			/* nest of AFRDMA_A_STATS_STAT */
+	__AFRDMA_A_MAX,
+};
+
+#define AFRDMA_A_MAX		(__AFRDMA_A_MAX - 1)
+
+/* Inside AFRDMA_A_STATS */
+enum {
+	AFRDMA_A_STATS_UNSPEC,
+	AFRDMA_A_STATS_STAT,		/* nest of AFRDMA_A_STAT_* */
+	__AFRDMA_A_STATS_MAX,
+};
+
+#define AFRDMA_A_STATS_MAX	(__AFRDMA_A_STATS_MAX - 1)
+
+/* Inside each AFRDMA_A_STATS_STAT */
+enum {
+	AFRDMA_A_STAT_UNSPEC,
+	AFRDMA_A_STAT_PAD,
+	AFRDMA_A_STAT_NAME,		/* string, e.g. "ActiveOpens" */
+	AFRDMA_A_STAT_VALUE,		/* u64 */
+	AFRDMA_A_STAT_GAUGE,		/* flag: a level now, not a count */
+	__AFRDMA_A_STAT_MAX,
+};
+
+#define AFRDMA_A_STAT_MAX	(__AFRDMA_A_STAT_MAX - 1)
+
 #endif /* _UAPI_LINUX_AFRDMA_H */

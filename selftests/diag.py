@@ -1,0 +1,259 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0
+#
+# The sock_diag dump of afrdma sockets (net/afrdma/nl_diag.c) as `afrdma ss
+# -j` reads it: every socket with its state, transport, fallback reason and
+# ports, RDMA and fallen-back TCP connections alike; ss's state and port
+# filters; a dump of more sockets than fit one netlink message lists each
+# once; another namespace's sockets stay out; another user reads QP 0.
+# And `afrdma stats -j`, the counters over generic netlink, per namespace.
+# Runs as root; prints TAP.
+
+import json
+import os
+import socket
+import subprocess
+import sys
+
+from afrdma_tap import param, tap
+
+NOBODY = 65534
+ADDR = os.environ.get("AFRDMA_ADDR", "10.99.0.1")
+ADDR6 = os.environ.get("AFRDMA_ADDR6", "fd99::1")
+AF_RDMA, RDMA = param("family"), param("ipproto")
+SOL_RDMA, AFRDMA_FALLBACK, AFRDMA_TRANSPORT = 299, 1, 2
+TRANSPORT_RDMA, TRANSPORT_TCP = 1, 2
+NETNS = "afrdma_diag"
+
+
+def ss(*args, user=None):
+    """`afrdma ss -j ARGS` as a list of sockets, keyed by inode too."""
+    kw = {"user": user, "group": user, "extra_groups": []} if user else {}
+    out = subprocess.run(["./tools/afrdma", "ss", "-j", *args], check=True,
+                         capture_output=True, text=True, **kw).stdout
+    return json.loads(out)
+
+
+def by_ino(socks):
+    return {s["inode"]: s for s in socks}
+
+
+def ino(sock):
+    return os.fstat(sock.fileno()).st_ino
+
+
+def port(sock):
+    return sock.getsockname()[1]
+
+
+class Sockets:
+    """An RDMA connection over IPv4, an RDMA listener over IPv6, an afrdma
+    client fallen back to TCP (a plain TCP listener: rejected) and a plain
+    TCP client accepted by the afrdma listener (peer-tcp), and an AF_RDMA
+    socket never bound."""
+
+    def __init__(self):
+        self.all = []
+        self.lsn = self.sock(socket.AF_INET, RDMA)
+        self.lsn.bind((ADDR, 0))
+        self.lsn.listen(8)
+        self.cli = self.sock(socket.AF_INET, RDMA)
+        self.cli.connect((ADDR, port(self.lsn)))
+        self.srv = self.accept(self.lsn)
+        for x in (self.cli, self.srv):
+            assert x.getsockopt(SOL_RDMA, AFRDMA_TRANSPORT) == TRANSPORT_RDMA
+        self.lsn6 = self.sock(socket.AF_INET6, RDMA)
+        self.lsn6.bind((ADDR6, 0))
+        self.lsn6.listen(1)
+        self.tcp_lsn = self.sock(socket.AF_INET, 0)
+        self.tcp_lsn.bind((ADDR, 0))
+        self.tcp_lsn.listen(1)
+        self.fb_cli = self.sock(socket.AF_INET, RDMA)
+        self.fb_cli.connect((ADDR, port(self.tcp_lsn)))
+        self.tcp_peer = self.accept(self.tcp_lsn)
+        self.tcp_cli = self.sock(socket.AF_INET, 0)
+        self.tcp_cli.connect((ADDR, port(self.lsn)))
+        self.fb_srv = self.accept(self.lsn)
+        for x in (self.fb_cli, self.fb_srv):
+            assert x.getsockopt(SOL_RDMA, AFRDMA_TRANSPORT) == TRANSPORT_TCP
+        self.unbound = self.sock(AF_RDMA, 0)
+
+    def sock(self, family, proto):
+        s = socket.socket(family, socket.SOCK_STREAM, proto)
+        self.all.append(s)
+        return s
+
+    def accept(self, lsn):
+        s, _ = lsn.accept()
+        self.all.append(s)
+        return s
+
+    def close(self):
+        for s in self.all:
+            s.close()
+
+
+S = None
+
+
+def listed():
+    """Each socket once, with what it is."""
+    got = by_ino(ss("-a"))
+    lp, tp = port(S.lsn), port(S.tcp_lsn)
+    want = {
+        S.lsn: ("LISTEN", "inet", "-", "", lp, 0),
+        S.cli: ("ESTAB", "inet", "rdma", "", port(S.cli), lp),
+        S.srv: ("ESTAB", "inet", "rdma", "", lp, port(S.cli)),
+        S.lsn6: ("LISTEN", "inet6", "-", "", port(S.lsn6), 0),
+        S.fb_cli: ("ESTAB", "inet", "tcp", "rejected", port(S.fb_cli), tp),
+        S.fb_srv: ("ESTAB", "inet", "tcp", "peer-tcp", lp, port(S.tcp_cli)),
+        S.unbound: ("CLOSE", "rdma", "-", "", 0, 0),
+    }
+    for s, w in want.items():
+        e = got.get(ino(s))
+        assert e, f"inode {ino(s)} {w} not listed"
+        have = (e["state"], e["family"], e["transport"], e["fallback"],
+                e["sport"], e["dport"])
+        assert have == w, (have, w)
+        assert e["uid"] == 0, e
+    for s in (S.tcp_lsn, S.tcp_peer, S.tcp_cli):
+        assert ino(s) not in got, "a plain TCP socket is listed"
+    c, v = got[ino(S.cli)], got[ino(S.srv)]
+    assert c["local"] == f"{ADDR}:{port(S.cli)}" and c["peer"] == f"{ADDR}:{lp}", c
+    assert got[ino(S.lsn6)]["local"] == f"[{ADDR6}]:{port(S.lsn6)}", got[ino(S.lsn6)]
+    for e in (c, v):
+        assert e["device"] == "rxe0" and e["qpn"] > 0, e
+        r = e["rings"]
+        assert 0 < r["rx_slots"] <= r["rx_max"] and 0 < r["tx_slots"] <= r["tx_max"], r
+        assert r["rx_slot_size"] > 0 and "credits" in e and "zerocopy" in e, e
+    assert c["qpn"] != v["qpn"], (c, v)
+    assert "qpn" not in got[ino(S.fb_cli)] and "rings" not in got[ino(S.fb_cli)]
+
+
+def filters():
+    """state, sport and dport as ss takes them; -l; the default."""
+    lp = port(S.lsn)
+    inos = lambda *a: {e["inode"] for e in ss(*a)}
+    assert inos("state", "listening") >= {ino(S.lsn), ino(S.lsn6)}
+    assert all(e["state"] == "LISTEN" for e in ss("state", "listening"))
+    assert inos("-l") == inos("state", "listening")
+    assert inos("state", "established", "sport", "=", f":{lp}") == \
+        {ino(S.srv), ino(S.fb_srv)}
+    assert inos("sport", "=", f":{lp}", "state", "listening") == {ino(S.lsn)}
+    assert inos("dport", "=", f":{lp}") == {ino(S.cli)}
+    assert inos("state", "established", "state", "listening",
+                "sport", "=", f":{lp}") == {ino(S.lsn), ino(S.srv), ino(S.fb_srv)}
+    assert inos("state", "close") >= {ino(S.unbound)}
+    default = inos()
+    assert ino(S.cli) in default and ino(S.fb_cli) in default
+    assert ino(S.lsn) not in default and ino(S.unbound) not in default
+    assert all(e["state"] == "ESTAB" for e in ss("state", "established"))
+
+
+def many():
+    """300 sockets, several netlink messages' worth: each exactly once."""
+    extra = []
+    try:
+        for i in range(300):
+            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM, RDMA)
+            extra.append(s)
+            if i % 3 == 0:
+                s.bind((ADDR, 0))
+                s.listen(1)
+        got = ss("-a")
+        seen = [e["inode"] for e in got]
+        assert len(seen) == len(set(seen)), "a socket listed twice"
+        missing = {ino(s) for s in extra} - set(seen)
+        assert not missing, f"{len(missing)} sockets missing of {len(extra)}"
+        # About 60 bytes or more each: far more than one 4 KiB message.
+        assert len(got) >= 300
+        lsn = {e["inode"] for e in got if e["state"] == "LISTEN"}
+        assert {ino(s) for s in extra[::3]} <= lsn
+    finally:
+        for s in extra:
+            s.close()
+
+
+def other_netns():
+    """A socket of another network namespace is listed there, not here."""
+    subprocess.run(["ip", "netns", "add", NETNS], check=True)
+    child = None
+    try:
+        child = subprocess.Popen(
+            ["ip", "netns", "exec", NETNS, sys.executable, "-c",
+             "import os, socket, sys\n"
+             f"s = socket.socket(socket.AF_INET, socket.SOCK_STREAM, {RDMA})\n"
+             "print(os.fstat(s.fileno()).st_ino, flush=True)\n"
+             "sys.stdin.readline()\n"],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        theirs = int(child.stdout.readline())
+        assert theirs not in by_ino(ss("-a")), "another netns's socket shown"
+        out = subprocess.run(["ip", "netns", "exec", NETNS, "./tools/afrdma",
+                              "ss", "-j", "-a"], check=True, capture_output=True,
+                             text=True).stdout
+        there = by_ino(json.loads(out))
+        assert theirs in there, there
+        assert ino(S.cli) not in there, "this netns's socket shown there"
+    finally:
+        if child:
+            child.stdin.write("\n")
+            child.stdin.close()
+            child.wait(30)
+        subprocess.run(["ip", "netns", "del", NETNS], check=False)
+
+
+def proc_stats():
+    with open("/proc/net/afrdma_stat") as f:
+        return {k: int(v) for k, v in (line.split() for line in f)}
+
+
+def afrdma_stats(netns=None):
+    cmd = ["./tools/afrdma", "stats", "-j"]
+    if netns:
+        cmd = ["ip", "netns", "exec", netns] + cmd
+    return json.loads(subprocess.run(cmd, check=True, capture_output=True,
+                                     text=True).stdout)
+
+
+def stats():
+    """`afrdma stats -j` over generic netlink: the counters of
+    /proc/net/afrdma_stat, of this namespace only."""
+    before = proc_stats()
+    got = afrdma_stats()
+    after = proc_stats()
+    assert got.keys() == before.keys(), set(got) ^ set(before)
+    for k, v in got.items():
+        if k != "CurrConnections":
+            assert before[k] <= v <= after[k], (k, before[k], v, after[k])
+    # The RDMA connection held here, both ends.
+    assert got["CurrConnections"] >= 2 and got["ActiveOpens"] >= 1, got
+    subprocess.run(["ip", "netns", "add", NETNS], check=True)
+    try:
+        there = afrdma_stats(NETNS)
+    finally:
+        subprocess.run(["ip", "netns", "del", NETNS], check=False)
+    assert there.keys() == got.keys(), set(there) ^ set(got)
+    assert not any(there.values()), there
+
+
+def qpn_hidden():
+    """65534 reads QP 0 for root's connection, everything else alike."""
+    mine = by_ino(ss())
+    theirs = by_ino(ss(user=NOBODY))
+    for s in (S.cli, S.srv):
+        m, t = mine[ino(s)], theirs[ino(s)]
+        assert m["qpn"] > 0 and t["qpn"] == 0, (m, t)
+        assert t["device"] == "rxe0" and t["rings"] == m["rings"], (m, t)
+        assert {k: v for k, v in t.items() if k not in ("qpn", "credits")} == \
+            {k: v for k, v in m.items() if k not in ("qpn", "credits")}, (m, t)
+
+
+if __name__ == "__main__":
+    S = Sockets()
+    try:
+        rc = tap([("listed", listed), ("filters", filters), ("many", many),
+                  ("other_netns", other_netns), ("qpn_hidden", qpn_hidden),
+                  ("stats", stats)])
+    finally:
+        S.close()
+    sys.exit(rc)
