@@ -55,6 +55,9 @@ static int afrdma_nls_get_stats(struct sk_buff *skb, struct genl_info *info)
 	/* As in /proc/net/afrdma_stat: RDMA connections holding resources */
 	if (afrdma_nls_put(msg, "CurrConnections", atomic_read(&an->conns), true))
 		goto nospace;
+	/* Closed sockets whose data is still being delivered. */
+	if (afrdma_nls_put(msg, "CurrOrphans", atomic_read(&an->orphans), true))
+		goto nospace;
 	nla_nest_end(msg, stats);
 	genlmsg_end(msg, hdr);
 	return genlmsg_reply(msg, info);
