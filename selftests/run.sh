@@ -105,6 +105,7 @@ run transfer ./selftests/transfer.sh
 run hostile ./selftests/afrdma_hostile_test
 run ops ./selftests/ops.sh
 run misuse python3 ./selftests/misuse.py
+run memcg python3 ./selftests/memcg.py
 run tour ./selftests/tour.sh
 # Last: it replaces rxe0.
 run devremove ./selftests/devremove.sh
