@@ -115,6 +115,59 @@ netns_separate()
 	return $rc
 }
 
+# The settings that size memory, in a network namespace of a user namespace
+# that an unprivileged user made: they start no higher than here, a write
+# above this namespace's value fails and leaves the value alone, a write at
+# or below it works.  Here, raising still works.
+limited="rx_slots tx_slots initial_slots slot_size max_connections max_orphans inline_threshold"
+
+userns_sh()
+{
+	setpriv --reuid=65534 --regid=65534 --clear-groups -- unshare -Urn sh -c "$@"
+}
+
+userns_limits()
+{
+	local name v lower mc rc=0
+
+	if ! userns_sh true 2>/dev/null; then
+		tap_result skip userns_limits "uid 65534 may not create user namespaces here"
+		return
+	fi
+	mc=$(sysctl -n net.afrdma.max_connections)
+	if ! sysctl -q -w net.afrdma.max_connections=$((mc - 1)) ||
+	   [ "$(userns_sh 'cat /proc/sys/net/afrdma/max_connections')" != $((mc - 1)) ]; then
+		echo "# a user namespace's netns starts above the initial one's max_connections"
+		rc=1
+	fi
+	sysctl -q -w "net.afrdma.max_connections=$mc"
+	for name in $limited; do
+		v=$(sysctl -n "net.afrdma.$name")
+		# initial_slots and inline_threshold are at their minimum already.
+		lower=$((v / 2))
+		case $name in initial_slots|inline_threshold) lower=$v ;; esac
+		# shellcheck disable=SC2016 # expanded by the inner shell
+		if ! userns_sh 'f=/proc/sys/net/afrdma/$0
+			! echo $(($1 + 1)) 2>/dev/null > $f && [ "$(cat $f)" -le $1 ] &&
+			echo $1 > $f && echo $2 > $f && [ "$(cat $f)" = $2 ]' \
+			"$name" "$v" "$lower"; then
+			echo "# net.afrdma.$name: a user namespace raised it past $v, or could not lower it"
+			rc=1
+		fi
+		if ! sysctl -q -w "net.afrdma.$name=$((v + 1))" ||
+		   [ "$(sysctl -n "net.afrdma.$name")" != $((v + 1)) ]; then
+			echo "# net.afrdma.$name: the initial namespace could not raise it"
+			rc=1
+		fi
+		sysctl -q -w "net.afrdma.$name=$v"
+	done
+	if [ $rc = 0 ]; then
+		tap_result ok userns_limits
+	else
+		tap_result fail userns_limits
+	fi
+}
+
 # net.afrdma.keepalive_*: read by new sockets only (a live one keeps its
 # values), overridden per socket by TCP_KEEP*, and carried to the TCP socket
 # of a fallen-back connection on either side, rather than TCP's own
@@ -189,7 +242,7 @@ keepalive_sysctls()
 }
 
 echo "TAP version 13"
-echo "1..14"
+echo "1..15"
 check "fallback_range" out_of_range fallback 2
 check "fallback_timeout_range" out_of_range fallback_timeout_ms 50
 check "slot_size_range" out_of_range slot_size 100
@@ -204,5 +257,6 @@ check "stats_json" stats_json_matches
 check "stats_count_rdma_traffic" rdma_opens_counted
 check "netns_separate" netns_separate
 check "ss_lists_listener" ss_lists_listener
+userns_limits
 tap_totals
 [ $fail = 0 ]

@@ -107,6 +107,7 @@ run ops ./selftests/ops.sh
 run trace ./selftests/trace.sh
 run misuse python3 ./selftests/misuse.py
 run diag python3 ./selftests/diag.py
+run memcg python3 ./selftests/memcg.py
 run tour ./selftests/tour.sh
 # Last: it replaces rxe0.
 run devremove ./selftests/devremove.sh

@@ -221,6 +221,7 @@ struct afrdma_tx_slot {
  */
 struct afrdma_conn {
 	struct sock		*sk;
+	struct mem_cgroup	*memcg;		/* charged for what we allocate */
 	struct afrdma_device	*dev;
 	struct list_head	dev_node;	/* under dev->lock */
 	struct rdma_cm_id	*cm_id;
@@ -479,7 +480,7 @@ int afrdma_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev);
 
 /* conn.c */
 struct afrdma_conn *afrdma_conn_create(struct sock *sk, struct rdma_cm_id *id,
-				       bool grow);
+				       bool grow, struct mem_cgroup *memcg);
 void afrdma_conn_teardown(struct afrdma_conn *conn);
 void afrdma_conn_free(struct afrdma_conn *conn);
 void afrdma_conn_params(const struct afrdma_conn *conn,

@@ -191,7 +191,7 @@ static int afrdma_cm_route_resolved(struct sock *sk, struct rdma_cm_id *id)
 	int err;
 
 	/* Small rings: a peer that cannot take more credits tells us later. */
-	conn = afrdma_conn_create(sk, id, true);
+	conn = afrdma_conn_create(sk, id, true, sk->sk_memcg);
 	if (IS_ERR(conn)) {
 		err = PTR_ERR(conn);
 		return afrdma_cm_connect_failed(sk, err == -ENODEV ?
@@ -421,7 +421,9 @@ static int afrdma_cm_request(struct sock *lsk, struct rdma_cm_id *id,
 		goto reject;
 	ars = afrdma_sk(sk);
 	afrdma_set_state(sk, TCP_SYN_RECV);
-	conn = afrdma_conn_create(sk, id, peer.flags & AFRDMA_CM_GROW);
+	/* In rdma_cm's worker: charge the listener's owner. */
+	conn = afrdma_conn_create(sk, id, peer.flags & AFRDMA_CM_GROW,
+				  sk->sk_memcg ?: lsk->sk_memcg);
 	if (IS_ERR(conn))
 		goto drop;
 	/* Published to the lockless diag readers fully set up */

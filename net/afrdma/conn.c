@@ -5,6 +5,8 @@
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
+#include <linux/memcontrol.h>
+#include <linux/sched/mm.h>
 #include <linux/slab.h>
 #include <net/tcp_states.h>
 
@@ -19,6 +21,22 @@ module_param_named(debug_counter_start, afrdma_debug_counter_start, uint,
 		   0644);
 MODULE_PARM_DESC(debug_counter_start,
 		 "test knob: SEND counters of new connections start here (default 0)");
+
+/*
+ * What a connection allocates is charged to @memcg, the memory cgroup of
+ * the socket's owner (for an accepted connection, the listener's), in
+ * whatever task allocates it: the owner, rdma_cm's worker or ours.  The
+ * connection holds a reference.  The verbs objects (PD, QP, CQ) are
+ * allocated by the RDMA core and the driver without __GFP_ACCOUNT, so they
+ * stay uncharged whatever we do.
+ */
+static void afrdma_memcg_hold(struct mem_cgroup *memcg)
+{
+#ifdef CONFIG_MEMCG
+	if (memcg)
+		css_get(&memcg->css);
+#endif
+}
 
 /*
  * Any context.  COMM_EST: the peer's first SEND reached the QP before the
@@ -38,7 +56,7 @@ static void afrdma_qp_event(struct ib_event *ev, void *ctx)
 static void *afrdma_map_buf(struct ib_device *ibdev, size_t size,
 			    enum dma_data_direction dir, u64 *dma)
 {
-	void *buf = kzalloc(size, GFP_KERNEL);
+	void *buf = kzalloc(size, GFP_KERNEL_ACCOUNT);
 
 	if (!buf)
 		return NULL;
@@ -59,7 +77,7 @@ static void afrdma_unmap_buf(struct ib_device *ibdev, void *buf, u64 dma,
 
 static struct afrdma_rx_slot *afrdma_rx_slot_new(struct afrdma_conn *conn)
 {
-	struct afrdma_rx_slot *slot = kzalloc(sizeof(*slot), GFP_KERNEL);
+	struct afrdma_rx_slot *slot = kzalloc(sizeof(*slot), GFP_KERNEL_ACCOUNT);
 
 	if (!slot)
 		return NULL;
@@ -77,7 +95,7 @@ static struct afrdma_rx_slot *afrdma_rx_slot_new(struct afrdma_conn *conn)
 
 static struct afrdma_tx_slot *afrdma_tx_slot_new(struct afrdma_conn *conn)
 {
-	struct afrdma_tx_slot *slot = kzalloc(sizeof(*slot), GFP_KERNEL);
+	struct afrdma_tx_slot *slot = kzalloc(sizeof(*slot), GFP_KERNEL_ACCOUNT);
 
 	if (!slot)
 		return NULL;
@@ -163,8 +181,8 @@ static int afrdma_alloc_bufs(struct afrdma_conn *conn, unsigned int tx)
 	struct ib_device *ibdev = conn->dev->ibdev;
 	unsigned int i;
 
-	conn->rx = kcalloc(conn->rx_max, sizeof(*conn->rx), GFP_KERNEL);
-	conn->tx = kcalloc(tx, sizeof(*conn->tx), GFP_KERNEL);
+	conn->rx = kcalloc(conn->rx_max, sizeof(*conn->rx), GFP_KERNEL_ACCOUNT);
+	conn->tx = kcalloc(tx, sizeof(*conn->tx), GFP_KERNEL_ACCOUNT);
 	if (!conn->rx || !conn->tx)
 		return -ENOMEM;
 	for (i = 0; i < tx; i++) {
@@ -320,14 +338,17 @@ static void afrdma_conn_grow_work(struct work_struct *work)
 	struct afrdma_conn *conn = container_of(work, struct afrdma_conn,
 						grow_work);
 	struct sock *sk = conn->sk;
+	struct mem_cgroup *old;
 	unsigned int added;
 
 	lock_sock(sk);
 	/* Not before afrdma_conn_start(): the peer may not take the credits. */
 	if (afrdma_sk(sk)->conn == conn && !conn->torn) {
+		old = set_active_memcg(conn->memcg);
 		added = READ_ONCE(conn->peer_rx_slots) ?
 			afrdma_rx_add(conn, min(conn->rx_slots,
 						conn->rx_max - conn->rx_slots)) : 0;
+		set_active_memcg(old);
 		spin_lock_bh(&conn->lock);
 		conn->rx_grow = false;
 		conn->rx_owed += added;
@@ -349,31 +370,22 @@ void afrdma_conn_want_rx(struct afrdma_conn *conn)
 		sock_put(conn->sk);
 }
 
-/*
- * Sets up everything a connection needs before rdma_connect() or
- * rdma_accept(), receive buffers posted.  The rings start small when the
- * peer may take credits for more buffers later (@grow: the passive side
- * knows from the request; the active side assumes so); otherwise the
- * receive ring starts at its largest.  Called with the socket locked.
- */
-struct afrdma_conn *afrdma_conn_create(struct sock *sk, struct rdma_cm_id *id,
-				       bool grow)
+static struct afrdma_conn *afrdma_conn_build(struct sock *sk,
+					     struct rdma_cm_id *id, bool grow,
+					     struct mem_cgroup *memcg)
 {
 	struct afrdma_net *an = afrdma_net(sock_net(sk));
 	unsigned int rx, tx, initial, start;
 	struct afrdma_conn *conn;
 	int err;
 
-	/* Past net.afrdma.max_connections, TCP takes the connection. */
-	if (atomic_inc_return(&an->conns) > READ_ONCE(an->max_conns)) {
-		atomic_dec(&an->conns);
-		return ERR_PTR(-ENOBUFS);
-	}
-	conn = kzalloc(sizeof(*conn), GFP_KERNEL);
+	conn = kzalloc(sizeof(*conn), GFP_KERNEL_ACCOUNT);
 	if (!conn) {
 		atomic_dec(&an->conns);
 		return ERR_PTR(-ENOMEM);
 	}
+	afrdma_memcg_hold(memcg);
+	conn->memcg = memcg;
 	conn->sk = sk;
 	conn->cm_id = id;
 	start = READ_ONCE(afrdma_debug_counter_start);
@@ -397,6 +409,7 @@ struct afrdma_conn *afrdma_conn_create(struct sock *sk, struct rdma_cm_id *id,
 	conn->dev = afrdma_device_get(id->device);
 	if (!conn->dev) {
 		atomic_dec(&an->conns);
+		mem_cgroup_put(conn->memcg);
 		kfree(conn);
 		return ERR_PTR(-ENODEV);
 	}
@@ -431,6 +444,32 @@ struct afrdma_conn *afrdma_conn_create(struct sock *sk, struct rdma_cm_id *id,
 fail:
 	afrdma_conn_free(conn);
 	return ERR_PTR(err);
+}
+
+/*
+ * Sets up everything a connection needs before rdma_connect() or
+ * rdma_accept(), receive buffers posted.  The rings start small when the
+ * peer may take credits for more buffers later (@grow: the passive side
+ * knows from the request; the active side assumes so); otherwise the
+ * receive ring starts at its largest.  What it allocates is charged to
+ * @memcg (NULL: the allocating task's).  Called with the socket locked.
+ */
+struct afrdma_conn *afrdma_conn_create(struct sock *sk, struct rdma_cm_id *id,
+				       bool grow, struct mem_cgroup *memcg)
+{
+	struct afrdma_net *an = afrdma_net(sock_net(sk));
+	struct afrdma_conn *conn;
+	struct mem_cgroup *old;
+
+	/* Past net.afrdma.max_connections, TCP takes the connection. */
+	if (atomic_inc_return(&an->conns) > READ_ONCE(an->max_conns)) {
+		atomic_dec(&an->conns);
+		return ERR_PTR(-ENOBUFS);
+	}
+	old = set_active_memcg(memcg);
+	conn = afrdma_conn_build(sk, id, grow, memcg);
+	set_active_memcg(old);
+	return conn;
 }
 
 void afrdma_conn_params(const struct afrdma_conn *conn,
@@ -477,17 +516,21 @@ int afrdma_conn_grow_tx(struct afrdma_conn *conn)
 {
 	unsigned int n = conn->tx_slots, m, add, busy, end;
 	struct afrdma_tx_slot **ring, **old, **extra;
+	struct mem_cgroup *memcg;
 
 	m = min(2 * n, conn->tx_max);
 	if (m <= n || conn->torn)
 		return -ENOMEM;
-	ring = kcalloc(m, sizeof(*ring), GFP_KERNEL);
-	extra = kcalloc(m - n, sizeof(*extra), GFP_KERNEL);
+	/* The caller may be any task the socket was passed to. */
+	memcg = set_active_memcg(conn->memcg);
+	ring = kcalloc(m, sizeof(*ring), GFP_KERNEL_ACCOUNT);
+	extra = kcalloc(m - n, sizeof(*extra), GFP_KERNEL_ACCOUNT);
 	for (add = 0; ring && extra && add < m - n; add++) {
 		extra[add] = afrdma_tx_slot_new(conn);
 		if (!extra[add])
 			break;
 	}
+	set_active_memcg(memcg);
 	if (!add) {
 		kfree(ring);
 		kfree(extra);
@@ -555,6 +598,7 @@ void afrdma_conn_teardown(struct afrdma_conn *conn)
 void afrdma_conn_free(struct afrdma_conn *conn)
 {
 	afrdma_conn_teardown(conn);
+	mem_cgroup_put(conn->memcg);
 	kfree(conn);
 }
 

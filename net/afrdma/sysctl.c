@@ -8,6 +8,7 @@
 
 #include <linux/slab.h>
 #include <linux/sysctl.h>
+#include <linux/user_namespace.h>
 #include <net/net_namespace.h>
 #include <net/netns/generic.h>
 #include <net/tcp.h>
@@ -29,6 +30,18 @@ static int afrdma_ka_probes_max = MAX_TCP_KEEPCNT;
 static int afrdma_busy_poll_max = USEC_PER_SEC;
 static int afrdma_inline_max = AFRDMA_INLINE_MAX;
 static int afrdma_rzc_min_max = AFRDMA_MAX_SRCAVAIL;
+
+/*
+ * The settings that size the memory a connection, or all of them, may
+ * take.  In a namespace owned by a user namespace other than the initial
+ * one they start, and may be set, no higher than the initial namespace's
+ * values, so that whoever owns a container cannot raise its kernel memory
+ * past what the host allows.
+ */
+static const char * const afrdma_sysctl_limited[] = {
+	"rx_slots", "tx_slots", "initial_slots", "slot_size",
+	"max_connections", "max_orphans", "inline_threshold",
+};
 
 /* The template's .data point in here; each netns moves them to its copy. */
 static struct afrdma_net afrdma_net_defaults = {
@@ -204,6 +217,42 @@ struct afrdma_net *afrdma_net(const struct net *net)
 	return net_generic(net, afrdma_net_id);
 }
 
+static bool afrdma_sysctl_is_limited(const char *name)
+{
+	unsigned int i;
+
+	for (i = 0; i < ARRAY_SIZE(afrdma_sysctl_limited); i++)
+		if (!strcmp(name, afrdma_sysctl_limited[i]))
+			return true;
+	return false;
+}
+
+/*
+ * In a namespace of a non-initial user namespace, cap each limited entry
+ * at the initial namespace's live value: proc_dointvec_minmax() refuses
+ * more with -EINVAL, as it does any value out of range.  The initial
+ * namespace's own range keeps its value within the absolute bound.
+ */
+static void afrdma_sysctl_limit(struct net *net, struct ctl_table *table)
+{
+	struct afrdma_net *init = afrdma_net(&init_net);
+	struct afrdma_net *an = afrdma_net(net);
+	unsigned int i;
+
+	if (net->user_ns == &init_user_ns)
+		return;
+	for (i = 0; i < AFRDMA_SYSCTLS; i++) {
+		size_t off = table[i].data - (void *)an;
+		int *cap = (void *)init + off;
+		int *val = table[i].data;
+
+		if (!afrdma_sysctl_is_limited(table[i].procname))
+			continue;
+		*val = min(*val, READ_ONCE(*cap));
+		table[i].extra2 = cap;
+	}
+}
+
 static int __net_init afrdma_net_init(struct net *net)
 {
 	struct afrdma_net *an = afrdma_net(net);
@@ -226,6 +275,7 @@ static int __net_init afrdma_net_init(struct net *net)
 		goto fail;
 	for (i = 0; i < AFRDMA_SYSCTLS; i++)
 		table[i].data += (void *)an - (void *)&afrdma_net_defaults;
+	afrdma_sysctl_limit(net, table);
 #ifdef AFRDMA_HAVE_REGISTER_NET_SYSCTL_SZ
 	an->sysctl = register_net_sysctl_sz(net, "net/afrdma", table,
 					    AFRDMA_SYSCTLS);
