@@ -183,8 +183,7 @@ void afrdma_sk_destroy_child(struct sock *sk)
 	struct rdma_cm_id *id;
 
 	lock_sock(sk);
-	id = ars->cm_id;
-	ars->cm_id = NULL;
+	id = afrdma_cm_take_id(sk);
 	if (id && sk->sk_state == TCP_ESTABLISHED)
 		rdma_disconnect(id);
 	if (ars->conn)
@@ -376,7 +375,7 @@ static struct rdma_cm_id *afrdma_connect_renew(struct sock *sk)
 {
 	struct afrdma_sock *ars = afrdma_sk(sk);
 	struct afrdma_conn *conn = ars->conn;
-	struct rdma_cm_id *id = ars->cm_id;
+	struct rdma_cm_id *id;
 
 	if (cancel_work(&ars->resolve_work))
 		sock_put(sk);
@@ -389,7 +388,7 @@ static struct rdma_cm_id *afrdma_connect_renew(struct sock *sk)
 		spin_unlock_bh(&afrdma_socks_lock);
 		afrdma_conn_free(conn);
 	}
-	ars->cm_id = NULL;
+	id = afrdma_cm_take_id(sk);
 	afrdma_fb_unbind(sk);
 	WRITE_ONCE(ars->transport, AFRDMA_TRANSPORT_NONE);
 	WRITE_ONCE(ars->fb_reason, 0);
@@ -777,10 +776,10 @@ static struct rdma_cm_id *afrdma_listen_stop(struct sock *sk,
 					     struct list_head *children)
 {
 	struct afrdma_sock *ars = afrdma_sk(sk);
-	struct rdma_cm_id *id = ars->cm_id;
+	struct rdma_cm_id *id;
 
 	afrdma_accept_q_take(sk, children);
-	ars->cm_id = NULL;
+	id = afrdma_cm_take_id(sk);
 	ars->bound = false;
 	WRITE_ONCE(ars->tcp_only, false);
 	afrdma_fb_unlisten(sk);
@@ -947,8 +946,7 @@ static void afrdma_orphan_work(struct work_struct *work)
 			rdma_disconnect(ars->cm_id);
 	}
 	afrdma_conn_teardown(conn);
-	id = ars->cm_id;
-	ars->cm_id = NULL;
+	id = afrdma_cm_take_id(sk);
 	afrdma_set_state(sk, TCP_CLOSE);
 	atomic_dec(&afrdma_net(sock_net(sk))->orphans);
 out:
@@ -1068,10 +1066,8 @@ static int afrdma_release(struct socket *sock)
 		if (ars->cm_id)
 			rdma_disconnect(ars->cm_id);
 	}
-	if (!id) {
-		id = ars->cm_id;
-		ars->cm_id = NULL;
-	}
+	if (!id)
+		id = afrdma_cm_take_id(sk);
 	afrdma_accept_q_take(sk, &children);
 	if (conn)
 		afrdma_conn_teardown(conn);

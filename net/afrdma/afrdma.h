@@ -334,6 +334,13 @@ struct afrdma_sock {
 	/* Address resolution's next step (cm.c); socket lock */
 	unsigned long		resolve_end;	/* jiffies */
 	struct work_struct	resolve_work;
+	/*
+	 * The cm id resolve_work is using without the socket lock.  Whoever
+	 * lets go of that id meanwhile (afrdma_cm_take_id(), the handler)
+	 * sets resolve_drop instead of destroying it, and the work does.
+	 */
+	struct rdma_cm_id	*resolve_id;
+	bool			resolve_drop;
 	struct delayed_work	fb_timer;	/* RDMA setup deadline */
 	/* Closed with data still going (af_rdma.c); socket lock */
 	struct delayed_work	orphan_work;
@@ -476,6 +483,7 @@ void afrdma_fb_keepalive(struct sock *sk, int val);
 int afrdma_cm_create_id(struct sock *sk);
 void afrdma_cm_resolve_init(struct sock *sk);
 int afrdma_cm_resolve(struct sock *sk);
+struct rdma_cm_id *afrdma_cm_take_id(struct sock *sk);
 int afrdma_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev);
 
 /* conn.c */

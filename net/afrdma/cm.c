@@ -136,9 +136,11 @@ int afrdma_cm_resolve(struct sock *sk)
 }
 
 /*
- * The next step, from afrdma's work queue: rdma_resolve_addr() cancels the
- * id's last request synchronously, so the ADDR_ERROR handler, which runs
- * in that request's work, must not call it.
+ * The next step, from afrdma's work queue.  rdma_resolve_addr() cancels
+ * the id's last request synchronously, waiting for its work, whose rdma_cm
+ * callback (afrdma_cm_handler()) takes the socket lock: so the ADDR_ERROR
+ * handler cannot call it, and this work calls it without the socket lock.
+ * resolve_id keeps the id alive meanwhile: see afrdma_cm_take_id().
  */
 static void afrdma_cm_resolve_work(struct work_struct *work)
 {
@@ -146,21 +148,60 @@ static void afrdma_cm_resolve_work(struct work_struct *work)
 					       resolve_work);
 	struct sock *sk = &ars->inet.sk;
 	struct rdma_cm_id *id, *drop = NULL;
+	struct sockaddr_storage daddr;
+	int err;
 
 	lock_sock(sk);
 	id = ars->cm_id;
-	if (id && sk->sk_state == TCP_SYN_SENT && !ars->conn &&
-	    ars->transport == AFRDMA_TRANSPORT_NONE &&
-	    rdma_resolve_addr(id, NULL, (struct sockaddr *)&ars->daddr,
-			      AFRDMA_RESOLVE_STEP_MS) &&
-	    afrdma_cm_connect_failed(sk, EHOSTUNREACH, AFRDMA_FB_NO_DEVICE))
+	if (!id || sk->sk_state != TCP_SYN_SENT || ars->conn ||
+	    ars->transport != AFRDMA_TRANSPORT_NONE) {
+		release_sock(sk);
+		goto out;
+	}
+	memcpy(&daddr, &ars->daddr, sizeof(daddr));
+	ars->resolve_id = id;
+	release_sock(sk);
+
+	err = rdma_resolve_addr(id, NULL, (struct sockaddr *)&daddr,
+				AFRDMA_RESOLVE_STEP_MS);
+
+	lock_sock(sk);
+	ars->resolve_id = NULL;
+	if (ars->resolve_drop) {
+		/* Let go of while we used it: ours to destroy. */
+		ars->resolve_drop = false;
 		drop = id;
+	} else if (err && ars->cm_id == id &&
+		   afrdma_cm_connect_failed(sk, EHOSTUNREACH,
+					    AFRDMA_FB_NO_DEVICE)) {
+		drop = id;
+	}
 	release_sock(sk);
 	if (drop) {
 		rdma_destroy_id(drop);
 		sock_put(sk);
 	}
+out:
 	sock_put(sk);
+}
+
+/*
+ * Lets go of the socket's cm id.  Returns it for the caller to destroy once
+ * the socket is unlocked (its handler takes the lock), with the socket
+ * reference it holds; or NULL if there is none, or afrdma_cm_resolve_work()
+ * is using it and destroys it when done.  @sk is locked.
+ */
+struct rdma_cm_id *afrdma_cm_take_id(struct sock *sk)
+{
+	struct afrdma_sock *ars = afrdma_sk(sk);
+	struct rdma_cm_id *id = ars->cm_id;
+
+	ars->cm_id = NULL;
+	if (id && id == ars->resolve_id) {
+		ars->resolve_drop = true;
+		return NULL;
+	}
+	return id;
 }
 
 void afrdma_cm_resolve_init(struct sock *sk)
@@ -470,12 +511,18 @@ int afrdma_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 		return afrdma_cm_request(sk, id, ev);
 
 	lock_sock(sk);
-	if (afrdma_sk(sk)->cm_id != id)
+	if (afrdma_sk(sk)->cm_id != id) {
 		ret = 0;
-	else if (afrdma_sk(sk)->parent)
+	} else if (afrdma_sk(sk)->parent) {
 		ret = afrdma_cm_child_event(sk, ev);
-	else
+	} else {
 		ret = afrdma_cm_event(sk, id, ev);
+		/* rdma_cm must not destroy an id the resolve work is using. */
+		if (ret && afrdma_sk(sk)->resolve_id == id) {
+			afrdma_sk(sk)->resolve_drop = true;
+			ret = 0;
+		}
+	}
 	release_sock(sk);
 
 	if (!ret)

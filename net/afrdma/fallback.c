@@ -349,8 +349,7 @@ static void afrdma_fb_timeout(struct work_struct *work)
 	    ars->fallback && ars->transport == AFRDMA_TRANSPORT_NONE &&
 	    ars->cm_id) {
 		/* The cm handler ignores events for an id that is not ours. */
-		id = ars->cm_id;
-		ars->cm_id = NULL;
+		id = afrdma_cm_take_id(sk);
 		if (ars->conn)
 			afrdma_conn_teardown(ars->conn);
 		afrdma_fb_connect(sk, AFRDMA_FB_TIMEOUT);
