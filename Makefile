@@ -12,6 +12,10 @@
 #                                 the selftests on a KASAN/lockdep/kmemleak
 #                                 6.12 kernel (built once, cached in
 #                                 /var/cache/afrdma), with a positive control
+#   make check-kcsan [KCSAN_TESTS=quick]
+#                                 optional: three selftests on a KCSAN 6.12
+#                                 kernel; lists every data race, fails on
+#                                 one in afrdma's own functions
 #   make ci [CI_DEBUG=0]          what .ci/run runs: check, then check-debug
 #                                 DEBUG_TESTS=quick; one summary line
 #   make stress                   the whole check at full size: 10,000 churn cycles,
@@ -51,7 +55,7 @@ MANS	:= man/afrdma.7 man/afrdma.8 man/afrdma-run.1 man/afrdma-perf.1
 # everything else in /boot, and fails if one lacks its image or headers.
 CHECK_KRELS ?=
 
-.PHONY: all module tools selftests check check-debug ci stress demo bench clean kdir-check deps \
+.PHONY: all module tools selftests check check-debug check-kcsan ci stress demo bench clean kdir-check deps \
 	install install-module install-user uninstall fuzz help
 
 all: module tools selftests
@@ -117,6 +121,10 @@ check:
 # device-removal tests only.
 check-debug:
 	@./tools/testing/check-debug
+
+# Optional, not in ci: the data-race detector (tools/testing/check-debug).
+check-kcsan:
+	@./tools/testing/check-debug --kcsan
 
 # What .ci/run runs: check, then check-debug's quick subset (CI_DEBUG=0: not).
 ci:

@@ -73,17 +73,18 @@ setup_mounts()
 	# /run is already a tmpfs (init mounted it for the share).  The
 	# overlay gives a writable /lib/modules, so depmod and modprobe of an
 	# out-of-tree module work; the read-only host tree stays below.  A
-	# kernel without cgroups (make check-debug's) has no /sys/fs/cgroup:
+	# kernel without cgroups (make check-debug's) has no /sys/fs/cgroup,
+	# one without tracing (make check-kcsan's) no /sys/kernel/tracing:
 	# nofail does not cover a missing mount point.
 	{
 	[ -d /sys/fs/cgroup ] && echo "cgroup2 /sys/fs/cgroup cgroup2 nofail 0 0"
+	[ -d /sys/kernel/tracing ] && echo "tracefs /sys/kernel/tracing tracefs nofail 0 0"
 	cat <<-EOF
 	tmpfs /tmp tmpfs mode=1777 0 0
 	tmpfs /var/tmp tmpfs mode=1777 0 0
 	devpts /dev/pts devpts gid=5,mode=620,ptmxmode=666 0 0
 	tmpfs /dev/shm tmpfs mode=1777 0 0
 	debugfs /sys/kernel/debug debugfs nofail 0 0
-	tracefs /sys/kernel/tracing tracefs nofail 0 0
 	overlay /lib/modules overlay lowerdir=/lib/modules,upperdir=$m/upper,workdir=$m/work 0 0
 	EOF
 	} > /run/afrdma-fstab

@@ -7,9 +7,16 @@
  * only if the harness fails that boot for each of the three, which shows
  * that a real bug in afrdma would not go unnoticed.
  *
+ * On a KCSAN kernel ("make check-kcsan", which has no KASAN or kmemleak)
+ * it does only one thing: a deliberate data race between a kthread and the
+ * loading task on a plain int, which KCSAN must report.
+ *
  * Test-only: built against the debug kernel by check-debug alone, never by
  * the top-level Makefile, Kbuild or DKMS.  Never load it anywhere else.
  */
+#include <linux/completion.h>
+#include <linux/jiffies.h>
+#include <linux/kthread.h>
 #include <linux/module.h>
 #include <linux/slab.h>
 #include <linux/string.h>
@@ -51,8 +58,56 @@ static noinline void control_leak(void)
 	}
 }
 
+/* Written and read plainly by two threads at once: the race KCSAN reports. */
+static unsigned int control_racy;
+static DECLARE_COMPLETION(control_race_done);
+
+static noinline int control_race_writer(void *arg)
+{
+	unsigned long end = jiffies + 3 * HZ;
+
+	while (time_before(jiffies, end)) {
+		control_racy++;
+		cond_resched();
+	}
+	complete(&control_race_done);
+	return 0;
+}
+
+static noinline void control_race_reader(void)
+{
+	unsigned long sum = 0;
+
+	while (!completion_done(&control_race_done)) {
+		sum += control_racy;
+		/* Each pass reads it again. */
+		barrier();
+		cond_resched();
+	}
+	pr_info("afrdma_debug_control: read %lu\n", sum);
+}
+
+static void control_data_race(void)
+{
+	struct task_struct *t;
+
+	t = kthread_run(control_race_writer, NULL, "afrdma-race");
+	if (IS_ERR(t)) {
+		pr_err("afrdma_debug_control: no kthread: %ld\n", PTR_ERR(t));
+		return;
+	}
+	control_race_reader();
+}
+
 static int __init control_init(void)
 {
+	if (IS_ENABLED(CONFIG_KCSAN)) {
+		/* Worded so that vm-run flags the report, not this line. */
+		pr_info("afrdma_debug_control: a deliberate data race follows\n");
+		control_data_race();
+		return 0;
+	}
+
 	/* Worded so that vm-run flags the reports, not this line. */
 	pr_info("afrdma_debug_control: three deliberate bug reports follow\n");
 	control_use_after_free();
