@@ -182,6 +182,59 @@ run_case()
 	test_mark end "case $id"
 }
 
+# RC QPs on every RDMA device now, into QPS_ALL (SMC's are on rxe_lo).
+qps_all()
+{
+	local n
+
+	QPS_ALL=0
+	for n in $(rdma resource show 2>/dev/null | sed -n 's/.* qp \([0-9]*\) .*/\1/p'); do
+		QPS_ALL=$((QPS_ALL + n))
+	done
+}
+
+# hold_case TOOL TR N -- CMD...: N idle connections (RDS: sockets) held by
+# CMD, which prints "holding N" once they are up; MemAvailable, Slab and
+# the QPs on every device read before and while they are held, and
+# "rdma resource show qp" kept in raw/ID.qp to tell whose QPs they are.
+hold_case()
+{
+	local tool=$1 tr=$2 n=$3 a0 s0 q0 a1 s1 hpid rc i f0 extra=
+
+	shift 4
+	id=$((id + 1))
+	test_mark start "case $id"
+	[ -n "$CASE_FB" ] && { smc_fallbacks; f0=$FB; }
+	qps_all
+	q0=$QPS_ALL
+	meminfo
+	a0=$AVAIL s0=$SLAB
+	"$@" > "$raw/$id.out" 2>&1 &
+	hpid=$!
+	for ((i = 0; i < TMO * 10; i++)); do
+		grep -q '^holding' "$raw/$id.out" 2>/dev/null && break
+		kill -0 "$hpid" 2>/dev/null || break
+		sleep 0.1
+	done
+	sleep 1		# let the server finish accepting
+	qps_all
+	meminfo
+	a1=$AVAIL s1=$SLAB
+	rdma resource show qp > "$raw/$id.qp" 2>&1
+	kill "$hpid" 2>/dev/null
+	wait "$hpid"
+	rc=$?
+	[ "$rc" = 143 ] && rc=0
+	[ -n "$CASE_FB" ] && { smc_fallbacks; extra=" smc_fallbacks=$((FB - f0))"; }
+	printf '%s\t' "$id" "$tool" "$tr" mem 0 "$n" "$rc" \
+		0 0 0 0 0 0 0 0 0 >> "$out/cases.tsv"
+	printf '%s\n' "avail0=$a0 avail1=$a1 slab0=$s0 slab1=$s1 qps0=$q0 qps_all=$QPS_ALL$extra" \
+		>> "$out/cases.tsv"
+	echo "bench: $id $tool $tr mem conns=$n rc=$rc"
+	test_mark end "case $id"
+	sleep 1		# the connections go away
+}
+
 # A server for the cases that follow: start_server NAME CMD...; its output
 # goes to raw/NAME.srv.  stop_server ends it.
 SRV_PID=
@@ -302,31 +355,8 @@ for tr in af_rdma tcp rsockets; do
 	# Memory: idle connections held while MemAvailable and Slab are read
 	# (both ends are in this guest, server threads included).
 	for n in "${MEM_CONNS[@]}"; do
-		id=$((id + 1))
-		meminfo
-		a0=$AVAIL s0=$SLAB
-		"${ap[@]}" client -t "$PT" -a "$A" -p "$port" -m hold -i "$n" \
-			> "$raw/$id.out" 2>&1 &
-		hpid=$!
-		for ((i = 0; i < TMO * 10; i++)); do
-			grep -q '^holding' "$raw/$id.out" 2>/dev/null && break
-			kill -0 "$hpid" 2>/dev/null || break
-			sleep 0.1
-		done
-		sleep 1		# let the server finish accepting
-		qps
-		meminfo
-		a1=$AVAIL s1=$SLAB
-		kill "$hpid" 2>/dev/null
-		wait "$hpid"
-		rc=$?
-		# killed by us (143) is the normal end of a hold
-		[ "$rc" = 143 ] && rc=0
-		printf '%s\t' "$id" afrdma-perf "$tr" mem 0 "$n" "$rc" \
-			0 0 0 0 0 0 0 0 0 >> "$out/cases.tsv"
-		printf '%s\n' "avail0=$a0 avail1=$a1 slab0=$s0 slab1=$s1 qps=$QPS" >> "$out/cases.tsv"
-		echo "bench: $id afrdma-perf $tr mem conns=$n rc=$rc"
-		sleep 1		# the connections go away
+		hold_case afrdma-perf "$tr" "$n" -- \
+			"${ap[@]}" client -t "$PT" -a "$A" -p "$port" -m hold -i "$n"
 	done
 	stop_server
 done
@@ -339,59 +369,6 @@ peer_skip()
 {
 	printf 'skip\t%s\t%s\t%s\n' "$1" "$2" "$3" >> "$out/peers.tsv"
 	echo "bench: $1 $2 not run: $3"
-}
-
-# RC QPs on every RDMA device now, into QPS_ALL (SMC's are on rxe_lo).
-qps_all()
-{
-	local n
-
-	QPS_ALL=0
-	for n in $(rdma resource show 2>/dev/null | sed -n 's/.* qp \([0-9]*\) .*/\1/p'); do
-		QPS_ALL=$((QPS_ALL + n))
-	done
-}
-
-# hold_case TOOL TR N -- CMD...: N idle connections (RDS: sockets) held by
-# CMD, which prints "holding N" once they are up; MemAvailable, Slab and
-# the QPs on every device read before and while they are held, and
-# "rdma resource show qp" kept in raw/ID.qp to tell whose QPs they are.
-hold_case()
-{
-	local tool=$1 tr=$2 n=$3 a0 s0 q0 a1 s1 hpid rc i f0 extra=
-
-	shift 4
-	id=$((id + 1))
-	test_mark start "case $id"
-	[ -n "$CASE_FB" ] && { smc_fallbacks; f0=$FB; }
-	qps_all
-	q0=$QPS_ALL
-	meminfo
-	a0=$AVAIL s0=$SLAB
-	"$@" > "$raw/$id.out" 2>&1 &
-	hpid=$!
-	for ((i = 0; i < TMO * 10; i++)); do
-		grep -q '^holding' "$raw/$id.out" 2>/dev/null && break
-		kill -0 "$hpid" 2>/dev/null || break
-		sleep 0.1
-	done
-	sleep 1		# let the server finish accepting
-	qps_all
-	meminfo
-	a1=$AVAIL s1=$SLAB
-	rdma resource show qp > "$raw/$id.qp" 2>&1
-	kill "$hpid" 2>/dev/null
-	wait "$hpid"
-	rc=$?
-	[ "$rc" = 143 ] && rc=0
-	[ -n "$CASE_FB" ] && { smc_fallbacks; extra=" smc_fallbacks=$((FB - f0))"; }
-	printf '%s\t' "$id" "$tool" "$tr" mem 0 "$n" "$rc" \
-		0 0 0 0 0 0 0 0 0 >> "$out/cases.tsv"
-	printf '%s\n' "avail0=$a0 avail1=$a1 slab0=$s0 slab1=$s1 qps0=$q0 qps_all=$QPS_ALL$extra" \
-		>> "$out/cases.tsv"
-	echo "bench: $id $tool $tr mem conns=$n rc=$rc"
-	test_mark end "case $id"
-	sleep 1		# the connections go away
 }
 
 TRACE=/sys/kernel/tracing
@@ -449,16 +426,22 @@ peers_cleanup()
 
 	[ -d "$TRI" ] && { echo 0 > "$TRI/events/smc/smc_switch_to_fallback/enable"; rmdir "$TRI"; } 2>/dev/null
 	for i in $(seq 30); do
-		{ [ ! -d /sys/module/smc_diag ] || rmmod smc_diag; } 2>/dev/null
-		{ [ ! -d /sys/module/smc ] || rmmod smc; } 2>/dev/null
 		{ [ ! -d /sys/module/rds_rdma ] || rmmod rds_rdma; } 2>/dev/null
 		{ [ ! -d /sys/module/rds ] || rmmod rds; } 2>/dev/null
-		[ ! -d /sys/module/smc ] && [ ! -d /sys/module/rds ] && break
+		[ ! -d /sys/module/rds ] && break
+		sleep 1
+	done
+	# SMC's link groups outlive their connections (for minutes) and keep
+	# smc loaded: removing the device ends them.
+	[ -e /sys/class/infiniband/rxe_lo ] && rdma link delete rxe_lo
+	for i in $(seq 30); do
+		{ [ ! -d /sys/module/smc_diag ] || rmmod smc_diag; } 2>/dev/null
+		{ [ ! -d /sys/module/smc ] || rmmod smc; } 2>/dev/null
+		[ ! -d /sys/module/smc ] && break
 		sleep 1
 	done
 	[ -d /sys/module/smc ] && echo "bench: rmmod smc failed"
 	[ -d /sys/module/rds ] && echo "bench: rmmod rds failed"
-	[ -e /sys/class/infiniband/rxe_lo ] && rdma link delete rxe_lo
 	return 0
 }
 

@@ -231,6 +231,10 @@ def zc_path_error(rec, env):
     return "not the %s path: %s" % (rec["test"], ", ".join(bad))
 
 
+# whose RC QPs a peer's are, as "rdma resource show qp" names them
+PEER_QP_OWNER = {"smc": "smc", "rds": "rdma_cm"}
+
+
 def read_peers(d):
     """peers.tsv: the cases the peers could not run and why, and how many
     SMC connections fell back to TCP (None: not known)."""
@@ -289,6 +293,12 @@ def load(d, ncpu, idle_qps, env):
             if x.get("qps_all", "").isdigit() and x.get("qps0", "").isdigit():
                 rec["rdma_qps"] = int(x["qps_all"]) - int(x["qps0"])
                 rec["qp_owners"] = qp_owners(os.path.join(d, "raw", c[0] + ".qp"))
+                # The peers share their QPs between connections and keep
+                # them after the last one closes (SMC's link groups, RDS's
+                # connection per address pair): all they own while held.
+                own = PEER_QP_OWNER.get(rec["transport"])
+                if own and rec["qp_owners"] is not None:
+                    rec["rdma_qps"] = rec["qp_owners"].get(own, 0)
             if all(k in x for k in ZC_KEYS):
                 rec["counters"] = {k: int(x[k]) for k in ZC_KEYS}
             if err is None and rec["test"] in ("zc", "rzc"):
