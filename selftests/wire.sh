@@ -38,8 +38,8 @@ perf=./tools/afrdma-perf
 # slowest case (20 ms delay) moved 64 MiB in well under this (see
 # Documentation/reliability.rst).
 xfer_timeout=${AFRDMA_WIRE_TIMEOUT:-300}
-# How long A's send may stay blocked after B is gone: RC gives up after 7
-# sends 1.07 s apart (net/afrdma/cm.c), so this leaves a wide margin.
+# How long A's send may stay blocked after B is gone: RC gives up after 6
+# retries 2.15 s apart (net/afrdma/cm.c), so this leaves a wide margin.
 crash_bound=${AFRDMA_CRASH_BOUND:-45}
 # The 5 s outage stream (64 MiB) must end, one way or the other, this long
 # after the link is back.
