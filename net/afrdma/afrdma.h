@@ -32,6 +32,8 @@
 #define AFRDMA_RESOLVE_MS	2000
 /* Address resolution runs in steps this long, AFRDMA_RESOLVE_MS in all. */
 #define AFRDMA_RESOLVE_STEP_MS	100
+/* Connects sent again after the peer's CM refused one as stale (cm.c) */
+#define AFRDMA_STALE_RETRIES	2
 #define AFRDMA_TCP_OPTS		16
 #define AFRDMA_FALLBACK_TIMEOUT_MS	2000
 #define AFRDMA_MAX_CONNS	4096
@@ -96,6 +98,7 @@ enum afrdma_mib_field {
 	AFRDMA_MIB_RX_BOUNCE_READS,	/* READs into a receive buffer */
 	AFRDMA_MIB_ORPHAN_DROPS,	/* closes reset: too many orphans */
 	AFRDMA_MIB_ORPHAN_TIMEOUTS,	/* orphans reset: data not taken in time */
+	AFRDMA_MIB_STALE_RETRIES,	/* connects sent again after a stale REJ */
 	AFRDMA_MIB_MAX
 };
 
@@ -341,6 +344,14 @@ struct afrdma_sock {
 	 */
 	struct rdma_cm_id	*resolve_id;
 	bool			resolve_drop;
+	/*
+	 * A connect the peer's CM refused as stale goes again with a new cm
+	 * id, from retry_work, which destroys the refused one (cm.c); socket
+	 * lock.
+	 */
+	struct work_struct	retry_work;
+	struct rdma_cm_id	*retry_id;
+	u8			stale_retries;
 	struct delayed_work	fb_timer;	/* RDMA setup deadline */
 	/* Closed with data still going (af_rdma.c); socket lock */
 	struct delayed_work	orphan_work;
