@@ -141,6 +141,7 @@ extern int afrdma_ipproto;
 struct afrdma_device {
 	struct ib_device	*ibdev;
 	struct list_head	node;		/* afrdma_devices, under its mutex */
+	u32			id;		/* grows in list order: a dump's place */
 	spinlock_t		lock;
 	struct list_head	conns;
 	bool			removing;
@@ -419,6 +420,7 @@ const char *afrdma_stats_name(unsigned int i);
 u64 afrdma_stats_read(const struct afrdma_net *an, unsigned int i);
 
 /* nl_stats.c */
+extern struct genl_family afrdma_nls_family;
 int afrdma_nls_init(void);
 void afrdma_nls_exit(void);
 
@@ -594,5 +596,10 @@ struct afrdma_device *afrdma_device_get(struct ib_device *ibdev);
 void afrdma_device_put(struct afrdma_device *dev);
 bool afrdma_device_attach(struct afrdma_device *dev, struct afrdma_conn *conn);
 void afrdma_device_detach(struct afrdma_conn *conn);
+struct afrdma_device *afrdma_device_next(u32 id);
+unsigned int afrdma_device_conns(struct afrdma_device *dev, const struct net *net);
+
+/* nl_dev.c */
+int afrdma_nldev_dump(struct sk_buff *skb, struct netlink_callback *cb);
 
 #endif /* _AFRDMA_H */
