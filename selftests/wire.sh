@@ -16,9 +16,9 @@
 #                                   stress passes 64M)
 #
 # Diagnostic switches (environment, both guests; off by default):
-#   AFRDMA_WIRE_REPEAT=N  run only stale_peer_connect, link_down_5s and
-#                         after_link_down, N times in one boot (a stress of
-#                         connecting after a flap)
+#   AFRDMA_WIRE_REPEAT=N  run only stale_peer_connect, link_down_5s,
+#                         after_link_down and stale_qpn_connect, N times in
+#                         one boot (a stress of connecting after a flap)
 #   AFRDMA_WIRE_TRACE=1   trace rdma_cm, ib_cm, ib_mad and afrdma, capture
 #                         ARP and RoCE MADs (QP1) with tcpdump when present,
 #                         and show both in a failed test's diagnostics
@@ -467,6 +467,50 @@ rxe_heal()
 	done
 }
 
+# rxe_renew: rxe0 deleted and added again (its QP numbers start afresh).
+rxe_renew()
+{
+	rdma link delete rxe0 2>/dev/null
+	rdma link add rxe0 type rxe netdev "$nic"
+	for _ in $(seq 100); do
+		grep -q ACTIVE /sys/class/infiniband/rxe0/ports/1/state 2>/dev/null &&
+			break
+		sleep 0.1
+	done
+	# Our own deletion's failed MADs are no broken QP1.
+	[ -f $gsi_inst/trace ] && echo > $gsi_inst/trace
+}
+
+# A's device goes while B holds a connection from it and its link is down
+# (no DREQ leaves), and comes back.  Each new rxe device numbers its QPs
+# from the same start, so A's next connect has the QP number of B's stale
+# connection, and B's CM refuses it as stale (REJ reason 10), dropping
+# that connection as it does.  The connect must still run on RDMA, as a
+# TCP SYN does after the RST that ends a half-open connection: afrdma
+# connects again (ConnectStaleRetries).
+stale_qpn()
+{
+	local name=stale_qpn_connect retries0
+
+	rxe_renew
+	stream_start 64M
+	if ! stream_up; then
+		stream_stop
+		stream_wait
+		tap_result fail "$name"
+		return
+	fi
+	sleep 1
+	ip link set dev "$nic" down
+	rdma link delete rxe0
+	stream_bound 30 "$name (device deleted)"
+	ip link set dev "$nic" up
+	rxe_renew
+	retries0=$(stat ConnectStaleRetries)
+	xfer "$name" 1M
+	msg "$name: ConnectStaleRetries ${retries0:-?} -> $(stat ConnectStaleRetries)"
+}
+
 # A 5 s administrative link-down of A's NIC in the middle of a stream.
 # Unlike a NIC, rxe fails any QP that transmits while its netdev is down
 # (rxe_req.c: a failed rxe_xmit_packet() ends in rxe_qp_error()), so the
@@ -611,9 +655,9 @@ role_a()
 {
 	echo "TAP version 13"
 	if [ "${AFRDMA_WIRE_REPEAT:-0}" -gt 0 ]; then
-		echo "1..$((1 + 3 * AFRDMA_WIRE_REPEAT))"
+		echo "1..$((1 + 4 * AFRDMA_WIRE_REPEAT))"
 	else
-		echo "1..14"
+		echo "1..15"
 	fi
 	base_qps=$(rc_qps)
 	if ! insmod "$ko"; then
@@ -631,6 +675,7 @@ role_a()
 			a_test stale_peer_connect stale_peer
 			a_test link_down_5s link_down
 			a_test after_link_down xfer after_link_down 1M
+			a_test stale_qpn_connect stale_qpn
 		done
 		return 0
 	fi
@@ -654,6 +699,7 @@ role_a()
 	# The wire carries RDMA again after the link came back.
 	a_test after_link_down xfer after_link_down 1M
 	a_test stale_peer_connect stale_peer
+	a_test stale_qpn_connect stale_qpn
 
 	a_test peer_crash peer_crash
 }

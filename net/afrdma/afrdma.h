@@ -33,7 +33,7 @@
 /* Address resolution runs in steps this long, AFRDMA_RESOLVE_MS in all. */
 #define AFRDMA_RESOLVE_STEP_MS	100
 /* Connects sent again after the peer's CM refused one as stale (cm.c) */
-#define AFRDMA_STALE_RETRIES	2
+#define AFRDMA_STALE_RETRIES	3
 #define AFRDMA_TCP_OPTS		16
 #define AFRDMA_FALLBACK_TIMEOUT_MS	2000
 #define AFRDMA_MAX_CONNS	4096
