@@ -89,10 +89,12 @@ module: kdir-check $(COMPAT_H)
 # The hostile-peer tool needs rdma-core's librdmacm-dev and libibverbs-dev;
 # without them its selftest skips.
 HOSTILE := tools/testing/afrdma-hostile
+# make bench's RDS client, not installed
+RDS_PERF := tools/rds-perf
 HAVE_RDMACM := $(shell printf '\043include <rdma/rdma_cma.h>\n' | \
 	$(CC) -E -x c - >/dev/null 2>&1 && echo y)
 
-tools: $(TOOLS) $(if $(HAVE_RDMACM),$(HOSTILE))
+tools: $(TOOLS) $(RDS_PERF) $(if $(HAVE_RDMACM),$(HOSTILE))
 
 $(HOSTILE): tools/testing/afrdma-hostile.c net/afrdma/wire.c net/afrdma/wire.h
 	$(CC) $(TOOL_CFLAGS) -Inet/afrdma -o $@ $< net/afrdma/wire.c \
@@ -103,6 +105,9 @@ tools/afrdma: tools/afrdma.c $(TOOL_DEPS)
 
 tools/afrdma-perf: tools/afrdma-perf.c $(TOOL_DEPS)
 	$(CC) $(TOOL_CFLAGS) -o $@ $< -lpthread
+
+$(RDS_PERF): tools/rds-perf.c
+	$(CC) $(TOOL_CFLAGS) -o $@ $<
 
 tools/libafrdma-preload.so: tools/preload.c $(TOOL_DEPS)
 	$(CC) $(TOOL_CFLAGS) -fPIC -shared -o $@ $< -ldl
@@ -182,7 +187,7 @@ clean:
 	$(MAKE) -C tools/testing/fuzz clean
 	$(MAKE) -C tools/testing/ring clean
 	$(MAKE) -C tools/testing/link_area clean
-	rm -f $(TOOLS) $(HOSTILE) $(COMPAT_H)
+	rm -f $(TOOLS) $(RDS_PERF) $(HOSTILE) $(COMPAT_H)
 	rm -rf build
 
 FORCE:

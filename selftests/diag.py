@@ -6,7 +6,9 @@
 # ports, RDMA and fallen-back TCP connections alike; ss's state and port
 # filters; a dump of more sockets than fit one netlink message lists each
 # once; another namespace's sockets stay out; another user reads QP 0.
-# And `afrdma stats -j`, the counters over generic netlink, per namespace.
+# And `afrdma stats -j`, the counters over generic netlink, per namespace,
+# and `afrdma devices`, the RDMA devices over the same family, with the
+# namespace's connections on each.
 # Runs as root; prints TAP.
 
 import json
@@ -14,6 +16,7 @@ import os
 import socket
 import subprocess
 import sys
+import time
 
 from afrdma_tap import param, tap
 
@@ -236,6 +239,104 @@ def stats():
     assert not any(there.values()), there
 
 
+def afrdma_devices(*args, netns=None):
+    cmd = ["./tools/afrdma", "devices", *args]
+    if netns:
+        cmd = ["ip", "netns", "exec", netns] + cmd
+    return subprocess.run(cmd, check=True, capture_output=True,
+                          text=True).stdout
+
+
+def rxe0(netns=None):
+    got = [d for d in json.loads(afrdma_devices("-j", netns=netns))
+           if d["name"] == "rxe0"]
+    assert len(got) <= 1, got
+    return got[0] if got else None
+
+
+def sysfs(path):
+    with open(path) as f:
+        return f.read().strip()
+
+
+def wait_for(cond, what, timeout=120):
+    """Until cond() holds; a slow guest tears connections down late."""
+    end = time.monotonic() + timeout
+    while not cond():
+        assert time.monotonic() < end, f"{what}: not after {timeout} s"
+        time.sleep(0.1)
+
+
+def rdma_on_rxe0():
+    """This namespace's sockets on an RDMA connection over rxe0."""
+    return sum(e["transport"] == "rdma" and e.get("device") == "rxe0"
+               for e in ss("-a"))
+
+
+def devices():
+    """`afrdma devices` (-j and text) over generic netlink: rxe0 with its
+    identity, its port and netdev, and this namespace's connections on it,
+    which a connection made adds two to (both ends are here) and its close
+    takes away; another namespace sees none of them, nor the netdev."""
+    base = "/sys/class/infiniband/rxe0"
+    ndev = sysfs(f"{base}/ports/1/gid_attrs/ndevs/0")
+    d = rxe0()
+    assert d, "rxe0 not listed"
+    assert d["node_guid"] == sysfs(f"{base}/node_guid"), d
+    idx = subprocess.run(["rdma", "dev", "show", "rxe0"], check=True,
+                         capture_output=True, text=True).stdout.split(":")[0]
+    assert d["index"] == int(idx), (d, idx)
+    assert len(d["ports"]) == 1, d
+    p = d["ports"][0]
+    assert p["port"] == 1 and p["state"] == "ACTIVE", p
+    assert p["link_layer"] == "Ethernet", p
+    assert p["active_mtu"] in (256, 512, 1024, 2048, 4096), p
+    assert p["netdev"] == ndev, (p, ndev)
+    assert p["ifindex"] == int(sysfs(f"/sys/class/net/{ndev}/ifindex")), p
+
+    # Once earlier connections are gone: S's both ends, and any others here.
+    wait_for(lambda: rxe0()["conns"] == rdma_on_rxe0(),
+             "conns = RDMA sockets on rxe0")
+    before = rxe0()["conns"]
+    assert before >= 2, before
+    text = afrdma_devices()
+    print("".join(f"# {ln}\n" for ln in text.splitlines()), end="")
+    line = [ln.split() for ln in text.splitlines() if ln.startswith("rxe0 ")]
+    assert len(line) == 1, line
+    # sysfs's columns first, as before: DEVICE PORT STATE LINK NETDEV
+    assert line[0] == ["rxe0", "1", "4:", "ACTIVE", "Ethernet", ndev,
+                       str(p["active_mtu"]), str(before), d["node_guid"]], line
+
+    lsn = socket.socket(socket.AF_INET, socket.SOCK_STREAM, RDMA)
+    cli = socket.socket(socket.AF_INET, socket.SOCK_STREAM, RDMA)
+    srv = None
+    try:
+        lsn.bind((ADDR, 0))
+        lsn.listen(1)
+        cli.connect((ADDR, port(lsn)))
+        srv, _ = lsn.accept()
+        assert cli.getsockopt(SOL_RDMA, AFRDMA_TRANSPORT) == TRANSPORT_RDMA
+        assert rxe0()["conns"] == before + 2, (rxe0(), before)
+    finally:
+        for x in (cli, srv, lsn):
+            if x:
+                x.close()
+    wait_for(lambda: rxe0()["conns"] == before, "conns back after close")
+
+    subprocess.run(["ip", "netns", "add", NETNS], check=True)
+    try:
+        there = rxe0(NETNS)
+    finally:
+        subprocess.run(["ip", "netns", "del", NETNS], check=False)
+    mode = subprocess.run(["rdma", "system", "show"], check=True,
+                          capture_output=True, text=True).stdout
+    if "netns exclusive" in mode:
+        assert there is None, there
+    else:
+        assert there and there["conns"] == 0, there
+        assert "netdev" not in there["ports"][0], there
+
+
 def qpn_hidden():
     """65534 reads QP 0 for root's connection, everything else alike."""
     mine = by_ino(ss())
@@ -253,7 +354,7 @@ if __name__ == "__main__":
     try:
         rc = tap([("listed", listed), ("filters", filters), ("many", many),
                   ("other_netns", other_netns), ("qpn_hidden", qpn_hidden),
-                  ("stats", stats)])
+                  ("stats", stats), ("devices", devices)])
     finally:
         S.close()
     sys.exit(rc)

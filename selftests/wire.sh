@@ -14,6 +14,14 @@
 #
 # Usage: selftests/wire.sh [SIZE]   bytes per stream (default 8M; make
 #                                   stress passes 64M)
+#
+# Diagnostic switches (environment, both guests; off by default):
+#   AFRDMA_WIRE_REPEAT=N  run only stale_peer_connect, link_down_5s,
+#                         after_link_down and stale_qpn_connect, N times in
+#                         one boot (a stress of connecting after a flap)
+#   AFRDMA_WIRE_TRACE=1   trace rdma_cm, ib_cm, ib_mad and afrdma, capture
+#                         ARP and RoCE MADs (QP1) with tcpdump when present,
+#                         and show both in a failed test's diagnostics
 set -u
 cd "$(dirname "$0")/.." || exit
 . selftests/lib.sh
@@ -30,8 +38,8 @@ perf=./tools/afrdma-perf
 # slowest case (20 ms delay) moved 64 MiB in well under this (see
 # Documentation/reliability.rst).
 xfer_timeout=${AFRDMA_WIRE_TIMEOUT:-300}
-# How long A's send may stay blocked after B is gone: RC gives up after 7
-# sends 1.07 s apart (net/afrdma/cm.c), so this leaves a wide margin.
+# How long A's send may stay blocked after B is gone: RC gives up after 6
+# retries 2.15 s apart (net/afrdma/cm.c), so this leaves a wide margin.
 crash_bound=${AFRDMA_CRASH_BOUND:-45}
 # The 5 s outage stream (64 MiB) must end, one way or the other, this long
 # after the link is back.
@@ -64,6 +72,49 @@ diag()
 		read -r v < "$f" 2>/dev/null || continue
 		[ "$v" != 0 ] && msg "  rxe0 ${f##*/} $v"
 	done
+	trace_dump
+}
+
+# AFRDMA_WIRE_TRACE: the kernel's CM and MAD tracepoints and afrdma's
+# connection events, and a capture of ARP and of MADs (RoCEv2 to QP1).
+tr=/sys/kernel/tracing
+pcap=
+pcap_pid=
+trace_start()
+{
+	local e
+
+	[ -n "${AFRDMA_WIRE_TRACE:-}" ] || return 0
+	[ -d $tr/events ] || mount -t tracefs nodev $tr 2>/dev/null
+	echo 16384 > $tr/buffer_size_kb
+	for e in rdma_cma ib_cma ib_mad afrdma/afrdma_state afrdma/afrdma_connect \
+		 afrdma/afrdma_accept afrdma/afrdma_fallback afrdma/afrdma_reset; do
+		echo 1 > "$tr/events/$e/enable" 2>/dev/null || msg "trace: no $e"
+	done
+	if command -v tcpdump > /dev/null; then
+		pcap=$(mktemp /tmp/wire.XXXXXX.pcap)
+		tcpdump -i "$nic" -n -s 128 -U -w "$pcap" \
+			'arp or (udp port 4791 and (udp[12:4] & 0xffffff) = 1)' \
+			> /dev/null 2>&1 &
+		pcap_pid=$!
+	fi
+}
+
+trace_stop()
+{
+	[ -n "$pcap_pid" ] && kill "$pcap_pid" 2>/dev/null
+	pcap_pid=
+}
+
+# The last events and packets (MADs: the attribute id is the 2 bytes at
+# UDP offset 44: 0x10 REQ, 0x11 MRA, 0x12 REJ, 0x13 REP, 0x14 RTU,
+# 0x15 DREQ, 0x16 DREP).
+trace_dump()
+{
+	[ -n "${AFRDMA_WIRE_TRACE:-}" ] || return 0
+	tail -n "${AFRDMA_WIRE_TRACE_LINES:-250}" $tr/trace | sed 's/^/#   trace: /'
+	[ -n "$pcap" ] || return 0
+	tcpdump -r "$pcap" -n -tt -e -x 2>/dev/null | tail -n 400 | sed 's/^/#   pcap: /'
 }
 
 # --- B: the server side -----------------------------------------------------
@@ -73,6 +124,7 @@ role_b()
 	local cmd srv rc=0
 
 	insmod "$ko" || return 1
+	trace_start
 	"$perf" server -a "$AFRDMA_SELF" -p "$data_port" > "$out/b-server.log" 2>&1 &
 	srv=$!
 	"$perf" server -a "$AFRDMA_SELF6" -p $((data_port + 1)) > "$out/b-server6.log" 2>&1 &
@@ -96,6 +148,7 @@ role_b()
 	wait $srv 2>/dev/null
 	# Nothing may be left behind by the tests B took part in.
 	unload_afrdma 30 || rc=1
+	trace_stop
 	return $rc
 }
 
@@ -360,10 +413,36 @@ wire_untc()
 	tc qdisc del dev "$nic" ingress 2>/dev/null
 }
 
-# rxe0's GSI QP (QP1, the one rdma_cm's MADs use) is in the error state.
+# Failed MAD sends (ib_cm's icm_mad_send_err tracepoint), in a tracefs
+# instance of our own; empty when the kernel has no such event.
+gsi_inst=/sys/kernel/tracing/instances/afrdma_wire_gsi
+gsi_watch()
+{
+	[ -d /sys/kernel/tracing/events ] ||
+		mount -t tracefs nodev /sys/kernel/tracing 2>/dev/null
+	[ -d $gsi_inst ] || mkdir $gsi_inst 2>/dev/null || return 0
+	echo 1 > $gsi_inst/events/ib_cma/icm_mad_send_err/enable 2>/dev/null ||
+		msg "no ib_cma:icm_mad_send_err: a half-failed QP1 goes unseen"
+}
+
+# rxe0's GSI QP (QP1, the one rdma_cm's MADs use) is in the error state, or
+# a MAD send failed since the last look.  A MAD sent while the link is down
+# fails, and rxe then fails QP1; ib_mad moves it back to RTS.  On 6.12 that
+# recovers it (or it stays visibly in ERR); 6.1's rxe keeps the receive side
+# in its error state (rxe_qp_from_attr() sets only req and comp back to
+# READY), so QP1 says RTS but flushes every MAD that arrives: the peer's REP
+# never reaches rdma_cm, and every connect waits out the fallback timeout.
 gsi_broken()
 {
-	rdma resource show qp lqpn 1 2>/dev/null | grep -q 'state ERR'
+	local failed=
+
+	if [ -f $gsi_inst/trace ]; then
+		grep -q icm_mad_send_err $gsi_inst/trace && failed=y
+		echo > $gsi_inst/trace
+	fi
+	[ -n "$failed" ] && msg "a MAD send failed: QP1 may no longer receive"
+	[ -n "$failed" ] ||
+		rdma resource show qp lqpn 1 2>/dev/null | grep -q 'state ERR'
 }
 
 # Recreates rxe0 when QP1 is in the error state, so that one case that
@@ -378,7 +457,7 @@ rxe_heal()
 		sleep 0.1
 	done
 	gsi_broken || return 0
-	msg "$name: rxe0's QP1 is in the error state; recreating rxe0"
+	msg "$name: rxe0's QP1 is broken; recreating rxe0"
 	rdma link delete rxe0
 	rdma link add rxe0 type rxe netdev "$nic"
 	for _ in $(seq 100); do
@@ -388,6 +467,50 @@ rxe_heal()
 	done
 }
 
+# rxe_renew: rxe0 deleted and added again (its QP numbers start afresh).
+rxe_renew()
+{
+	rdma link delete rxe0 2>/dev/null
+	rdma link add rxe0 type rxe netdev "$nic"
+	for _ in $(seq 100); do
+		grep -q ACTIVE /sys/class/infiniband/rxe0/ports/1/state 2>/dev/null &&
+			break
+		sleep 0.1
+	done
+	# Our own deletion's failed MADs are no broken QP1.
+	[ -f $gsi_inst/trace ] && echo > $gsi_inst/trace
+}
+
+# A's device goes while B holds a connection from it and its link is down
+# (no DREQ leaves), and comes back.  Each new rxe device numbers its QPs
+# from the same start, so A's next connect has the QP number of B's stale
+# connection, and B's CM refuses it as stale (REJ reason 10), dropping
+# that connection as it does.  The connect must still run on RDMA, as a
+# TCP SYN does after the RST that ends a half-open connection: afrdma
+# connects again (ConnectStaleRetries).
+stale_qpn()
+{
+	local name=stale_qpn_connect retries0
+
+	rxe_renew
+	stream_start 64M
+	if ! stream_up; then
+		stream_stop
+		stream_wait
+		tap_result fail "$name"
+		return
+	fi
+	sleep 1
+	ip link set dev "$nic" down
+	rdma link delete rxe0
+	stream_bound 30 "$name (device deleted)"
+	ip link set dev "$nic" up
+	rxe_renew
+	retries0=$(stat ConnectStaleRetries)
+	xfer "$name" 1M
+	msg "$name: ConnectStaleRetries ${retries0:-?} -> $(stat ConnectStaleRetries)"
+}
+
 # A 5 s administrative link-down of A's NIC in the middle of a stream.
 # Unlike a NIC, rxe fails any QP that transmits while its netdev is down
 # (rxe_req.c: a failed rxe_xmit_packet() ends in rxe_qp_error()), so the
@@ -395,8 +518,9 @@ rxe_heal()
 # either completes with matching checksums or ends with an error (ETIMEDOUT,
 # ECONNRESET or EPIPE); hanging, or any other ending, fails.  On 6.12 QP1
 # can be among the QPs rxe fails, and nothing in the kernel recovers it, so
-# no rdma_cm connection works on rxe0 again: then rxe0 is recreated, which
-# afrdma must take as a device removal and a new device.
+# no rdma_cm connection works on rxe0 again (on 6.1 it only stops receiving:
+# see gsi_broken): then rxe0 is recreated, which afrdma must take as a
+# device removal and a new device.
 link_down()
 {
 	local name=link_down_5s qp=0
@@ -426,6 +550,32 @@ link_down()
 		tap_result fail "$name"
 	fi
 	rxe_heal "$name"
+}
+
+# A's end of a connection is closed while A's link is down: its DREQ
+# cannot leave, so B keeps the connection, its QP in RTS, and never hears
+# that A's side is gone (as after link_down_5s when A's QP failed during the
+# outage).  A's next connect to B, with the link back, must run on RDMA.
+stale_peer()
+{
+	local name=stale_peer_connect
+
+	stream_start 64M
+	if ! stream_up; then
+		stream_stop
+		stream_wait
+		tap_result fail "$name"
+		return
+	fi
+	sleep 1
+	ip link set dev "$nic" down
+	pkill -KILL -P "$spid"
+	stream_wait
+	# The close sends its DREQ, which the down link fails.
+	sleep 1
+	ip link set dev "$nic" up
+	rxe_heal "$name"
+	xfer "$name" 1M
 }
 
 # B powers off in the middle of a stream.  A's blocked send must fail
@@ -504,15 +654,31 @@ a_test()
 role_a()
 {
 	echo "TAP version 13"
-	echo "1..13"
+	if [ "${AFRDMA_WIRE_REPEAT:-0}" -gt 0 ]; then
+		echo "1..$((1 + 4 * AFRDMA_WIRE_REPEAT))"
+	else
+		echo "1..15"
+	fi
 	base_qps=$(rc_qps)
 	if ! insmod "$ko"; then
 		msg "insmod $ko failed"
 		return 1
 	fi
+	trace_start
+	gsi_watch
 	msg "wire: $nic $(cat "/sys/class/net/$nic/mtu") bytes, rxe0 active_mtu $(ibv_devinfo -d rxe0 2>/dev/null | sed -n 's/.*active_mtu:[[:space:]]*//p')"
 	a_test peer_ready peer_ready || return 1
 
+	if [ "${AFRDMA_WIRE_REPEAT:-0}" -gt 0 ]; then
+		for i in $(seq "$AFRDMA_WIRE_REPEAT"); do
+			msg "repeat $i of $AFRDMA_WIRE_REPEAT"
+			a_test stale_peer_connect stale_peer
+			a_test link_down_5s link_down
+			a_test after_link_down xfer after_link_down 1M
+			a_test stale_qpn_connect stale_qpn
+		done
+		return 0
+	fi
 	a_test clean_wire xfer clean_wire "$size"
 	a_test clean_wire_ipv6 xfer clean_wire_ipv6 1M "$AFRDMA_PEER6" $((data_port + 1))
 	a_test fresh_neighbour_connects fresh_neighbour
@@ -532,6 +698,8 @@ role_a()
 	a_test link_down_5s link_down
 	# The wire carries RDMA again after the link came back.
 	a_test after_link_down xfer after_link_down 1M
+	a_test stale_peer_connect stale_peer
+	a_test stale_qpn_connect stale_qpn
 
 	a_test peer_crash peer_crash
 }
@@ -545,6 +713,7 @@ b)
 	;;
 a)
 	role_a
+	trace_stop
 	# B waits for a command unless it crashed on purpose.
 	[ -z "$crashed" ] && ctl 'done'
 	;;

@@ -2,7 +2,8 @@
 /*
  * afrdma-perf: afrdma's own load tool.  A server and a client that move a
  * checksummed stream, echo, or ping-pong over AF_RDMA, IPPROTO_RDMA or
- * plain TCP, so the same program measures all three.
+ * plain TCP (and SMC-R, the in-tree peer), so the same program measures
+ * them all.
  *
  *   afrdma-perf server [-t T] [-a ADDR] [-p PORT] [-1]
  *   afrdma-perf client [-t T] -a ADDR -p PORT [-m MODE] [-s SIZE] [-n BYTES]
@@ -616,7 +617,8 @@ static void usage(FILE *f)
 		"       afrdma-perf client [-t T] -a ADDR -p PORT [-m MODE] [-s SIZE]\n"
 		"                          [-n BYTES] [-i ITERS] [-d SECS] [-P STREAMS] [-z] [-j] [-v]\n"
 		"\n"
-		"  -t T        transport: af_rdma (default), ipproto_rdma or tcp\n"
+		"  -t T        transport: af_rdma (default), ipproto_rdma, tcp, or smc\n"
+		"              (SMC-R: IPPROTO_SMC, or AF_SMC where that is missing)\n"
 		"  -a ADDR     numeric IPv4 or IPv6 address (server default 0.0.0.0)\n"
 		"  -p PORT     port (server default 0: any, printed)\n"
 		"  -1          server: serve one connection, then exit\n"

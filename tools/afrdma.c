@@ -9,9 +9,10 @@
  *                       kernel's sock_diag dump (libmnl)
  *   afrdma stats [-j]   this network namespace's counters, or as JSON,
  *                       from the module's generic netlink family
- *   afrdma devices      RDMA devices with their ports, state and netdev
+ *   afrdma devices [-j] RDMA devices afrdma uses, their ports, state,
+ *                       netdev and this namespace's connections on each,
+ *                       from the module's generic netlink family
  */
-#include <dirent.h>
 #include <stdbool.h>
 #include <time.h>
 #include <libmnl/libmnl.h>
@@ -21,21 +22,6 @@
 #define ARRAY_SIZE(a)	(sizeof(a) / sizeof((a)[0]))
 
 #include "lib/afrdma_sock.h"
-
-static int read_line(const char *path, char *buf, size_t len)
-{
-	FILE *f = fopen(path, "r");
-
-	if (!f)
-		return -1;
-	if (!fgets(buf, len, f)) {
-		fclose(f);
-		return -1;
-	}
-	fclose(f);
-	buf[strcspn(buf, "\n")] = '\0';
-	return 0;
-}
 
 static int cmd_params(void)
 {
@@ -227,6 +213,42 @@ static int ss_show(const struct nlmsghdr *nlh, void *data)
 	return MNL_CB_OK;
 }
 
+/* A bound netlink socket on @bus and its port id; NULL, said why, if none. */
+static struct mnl_socket *nl_open(int bus, unsigned int *portid)
+{
+	struct mnl_socket *nl = mnl_socket_open(bus);
+
+	if (!nl || mnl_socket_bind(nl, 0, MNL_SOCKET_AUTOPID) < 0) {
+		perror("afrdma: netlink");
+		if (nl)
+			mnl_socket_close(nl);
+		return NULL;
+	}
+	*portid = mnl_socket_get_portid(nl);
+	return nl;
+}
+
+/*
+ * Sends dump request @nlh (in @buf) on @nl and runs @cb on each answer
+ * until the dump ends: 0, or -1 with errno set.
+ */
+static int nl_dump(struct mnl_socket *nl, unsigned int portid, char *buf,
+		   struct nlmsghdr *nlh, mnl_cb_t cb, void *data)
+{
+	unsigned int seq = nlh->nlmsg_seq;
+	int ret = -1;
+	ssize_t n;
+
+	if (mnl_socket_sendto(nl, nlh, nlh->nlmsg_len) < 0)
+		return -1;
+	while ((n = mnl_socket_recvfrom(nl, buf, MNL_SOCKET_BUFFER_SIZE)) > 0) {
+		ret = mnl_cb_run(buf, n, seq, portid, cb, data);
+		if (ret <= MNL_CB_STOP)
+			break;
+	}
+	return n < 0 || ret < 0 ? -1 : 0;
+}
+
 /* One SOCK_DIAG_BY_FAMILY dump of afrdma's sockets through @cb. */
 static int ss_dump(const struct afrdma_diag_req *req, mnl_cb_t cb, void *data)
 {
@@ -234,40 +256,24 @@ static int ss_dump(const struct afrdma_diag_req *req, mnl_cb_t cb, void *data)
 	struct afrdma_diag_req *r;
 	struct mnl_socket *nl;
 	struct nlmsghdr *nlh;
-	unsigned int seq, portid;
-	int ret = -1;
-	ssize_t n;
+	unsigned int portid;
+	int ret;
 
-	nl = mnl_socket_open(NETLINK_SOCK_DIAG);
-	if (!nl || mnl_socket_bind(nl, 0, MNL_SOCKET_AUTOPID) < 0) {
-		perror("afrdma: netlink");
-		goto out;
-	}
+	nl = nl_open(NETLINK_SOCK_DIAG, &portid);
+	if (!nl)
+		return 1;
 	nlh = mnl_nlmsg_put_header(buf);
 	nlh->nlmsg_type = SOCK_DIAG_BY_FAMILY;
 	nlh->nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP;
-	nlh->nlmsg_seq = seq = time(NULL);
+	nlh->nlmsg_seq = time(NULL);
 	r = mnl_nlmsg_put_extra_header(nlh, sizeof(*r));
 	*r = *req;
-	portid = mnl_socket_get_portid(nl);
-	if (mnl_socket_sendto(nl, nlh, nlh->nlmsg_len) < 0) {
-		perror("afrdma: netlink send");
-		goto out;
-	}
-	while ((n = mnl_socket_recvfrom(nl, buf, sizeof(buf))) > 0) {
-		ret = mnl_cb_run(buf, n, seq, portid, cb, data);
-		if (ret <= MNL_CB_STOP)
-			break;
-	}
-	if (n < 0 || ret < 0) {
-		ret = -1;
+	ret = nl_dump(nl, portid, buf, nlh, cb, data);
+	if (ret)
 		fprintf(stderr, "afrdma: socket dump: %s%s\n", strerror(errno),
 			errno == ENOENT ? " (the module has no sock_diag handler)" : "");
-	}
-out:
-	if (nl)
-		mnl_socket_close(nl);
-	return ret < 0 ? 1 : 0;
+	mnl_socket_close(nl);
+	return ret ? 1 : 0;
 }
 
 /* ":N" or "N" */
@@ -392,14 +398,50 @@ static unsigned int genl_family_id(struct mnl_socket *nl, const char *name)
 	return id;
 }
 
-struct stats_opts {
+/*
+ * A generic netlink socket, its port id and afrdma's family number on it;
+ * NULL, said why, if none.
+ */
+static struct mnl_socket *genl_open(unsigned int *portid, unsigned int *id)
+{
+	struct mnl_socket *nl = nl_open(NETLINK_GENERIC, portid);
+
+	if (!nl)
+		return NULL;
+	*id = genl_family_id(nl, AFRDMA_GENL_NAME);
+	if (!*id) {
+		fprintf(stderr, "afrdma: no generic netlink family %s (is the module loaded?)\n",
+			AFRDMA_GENL_NAME);
+		mnl_socket_close(nl);
+		return NULL;
+	}
+	return nl;
+}
+
+/* A request for command @cmd of family @id in @buf. */
+static struct nlmsghdr *genl_request(char *buf, unsigned int id, int cmd, int flags)
+{
+	struct nlmsghdr *nlh = mnl_nlmsg_put_header(buf);
+	struct genlmsghdr *g;
+
+	nlh->nlmsg_type = id;
+	nlh->nlmsg_flags = NLM_F_REQUEST | flags;
+	nlh->nlmsg_seq = time(NULL) + 1;
+	g = mnl_nlmsg_put_extra_header(nlh, sizeof(*g));
+	g->cmd = cmd;
+	g->version = AFRDMA_GENL_VERSION;
+	return nlh;
+}
+
+/* How stats and devices print, and how many they printed. */
+struct show_opts {
 	bool json;
 	unsigned int n;
 };
 
 static int stats_show(const struct nlmsghdr *nlh, void *data)
 {
-	struct stats_opts *o = data;
+	struct show_opts *o = data;
 	const struct nlattr *top, *stat, *a;
 
 	mnl_attr_for_each(top, nlh, sizeof(struct genlmsghdr)) {
@@ -434,106 +476,195 @@ static int stats_show(const struct nlmsghdr *nlh, void *data)
 static int cmd_stats(bool json)
 {
 	char buf[MNL_SOCKET_BUFFER_SIZE];
-	struct stats_opts o = { .json = json };
-	unsigned int seq, portid, id;
+	struct show_opts o = { .json = json };
+	unsigned int portid, id;
 	struct mnl_socket *nl;
 	struct nlmsghdr *nlh;
-	struct genlmsghdr *g;
+	ssize_t n = -1;
 	int ret = -1;
-	ssize_t n;
 
-	nl = mnl_socket_open(NETLINK_GENERIC);
-	if (!nl || mnl_socket_bind(nl, 0, MNL_SOCKET_AUTOPID) < 0) {
-		perror("afrdma: netlink");
-		goto out;
-	}
-	id = genl_family_id(nl, AFRDMA_GENL_NAME);
-	if (!id) {
-		fprintf(stderr, "afrdma: no generic netlink family %s (is the module loaded?)\n",
-			AFRDMA_GENL_NAME);
-		goto out;
-	}
-	nlh = mnl_nlmsg_put_header(buf);
-	nlh->nlmsg_type = id;
-	nlh->nlmsg_flags = NLM_F_REQUEST;
-	nlh->nlmsg_seq = seq = time(NULL) + 1;
-	g = mnl_nlmsg_put_extra_header(nlh, sizeof(*g));
-	g->cmd = AFRDMA_CMD_GET_STATS;
-	g->version = AFRDMA_GENL_VERSION;
-	portid = mnl_socket_get_portid(nl);
-	if (mnl_socket_sendto(nl, nlh, nlh->nlmsg_len) < 0) {
-		perror("afrdma: netlink send");
-		goto out;
-	}
+	nl = genl_open(&portid, &id);
+	if (!nl)
+		return 1;
+	nlh = genl_request(buf, id, AFRDMA_CMD_GET_STATS, 0);
+	if (mnl_socket_sendto(nl, nlh, nlh->nlmsg_len) >= 0)
+		n = mnl_socket_recvfrom(nl, buf, sizeof(buf));
 	if (json)
 		putchar('{');
-	n = mnl_socket_recvfrom(nl, buf, sizeof(buf));
 	if (n > 0)
-		ret = mnl_cb_run(buf, n, seq, portid, stats_show, &o);
+		ret = mnl_cb_run(buf, n, nlh->nlmsg_seq, portid, stats_show, &o);
 	if (json)
 		puts("}");
 	if (n <= 0 || ret < 0)
 		fprintf(stderr, "afrdma: stats: %s\n", strerror(errno));
-out:
-	if (nl)
-		mnl_socket_close(nl);
+	mnl_socket_close(nl);
 	return ret >= 0 && o.n ? 0 : 1;
 }
 
-static int cmd_devices(void)
+/* enum ib_port_state and the link layers, as sysfs names them */
+static const char *const port_states[] = {
+	"NOP", "DOWN", "INIT", "ARMED", "ACTIVE", "ACTIVE_DEFER",
+};
+
+static const char *const link_layers[] = { "?", "InfiniBand", "Ethernet" };
+
+static const char *name_of(const char *const *names, size_t n, unsigned int i)
 {
-	const char *base = "/sys/class/infiniband";
-	struct dirent *de;
-	bool any = false;
-	DIR *d;
+	return i < n ? names[i] : "?";
+}
 
-	d = opendir(base);
-	if (!d) {
-		fprintf(stderr, "afrdma: no RDMA devices (%s: %s)\n", base,
-			strerror(errno));
-		return 1;
+static int dev_port_attr(const struct nlattr *a, void *data)
+{
+	const struct nlattr **tb = data;
+
+	if (mnl_attr_type_valid(a, AFRDMA_A_PORT_MAX) > 0)
+		tb[mnl_attr_get_type(a)] = a;
+	return MNL_CB_OK;
+}
+
+static unsigned int attr_u8(const struct nlattr *a)
+{
+	return a && mnl_attr_get_payload_len(a) >= 1 ? mnl_attr_get_u8(a) : 0;
+}
+
+/* One AFRDMA_A_DEV_PORT: a JSON object, or a text line after @dev's. */
+static void dev_port_show(const struct nlattr *port, const char *dev,
+			  unsigned int conns, const char *guid, struct show_opts *o,
+			  bool first)
+{
+	const struct nlattr *tb[AFRDMA_A_PORT_MAX + 1] = {};
+	const char *state, *link, *ndev;
+	char st[24];
+
+	mnl_attr_parse_nested(port, dev_port_attr, tb);
+	state = name_of(port_states, ARRAY_SIZE(port_states),
+			attr_u8(tb[AFRDMA_A_PORT_STATE]));
+	link = name_of(link_layers, ARRAY_SIZE(link_layers),
+		       attr_u8(tb[AFRDMA_A_PORT_LINK_LAYER]));
+	ndev = tb[AFRDMA_A_PORT_NETDEV] ? mnl_attr_get_str(tb[AFRDMA_A_PORT_NETDEV]) : NULL;
+	if (o->json) {
+		printf("%s{\"port\":%u,\"state\":\"%s\",\"link_layer\":\"%s\","
+		       "\"active_mtu\":%u", first ? "" : ",",
+		       ss_u32(tb[AFRDMA_A_PORT_NUM]), state, link,
+		       ss_u32(tb[AFRDMA_A_PORT_ACTIVE_MTU]));
+		if (ndev)
+			printf(",\"netdev\":\"%s\",\"ifindex\":%u", ndev,
+			       ss_u32(tb[AFRDMA_A_PORT_IFINDEX]));
+		putchar('}');
+		return;
 	}
-	printf("%-12s %-5s %-16s %-10s %s\n", "DEVICE", "PORT", "STATE",
-	       "LINK", "NETDEV");
-	while ((de = readdir(d))) {
-		char path[512], state[64], link[64], ndev[64];
-		int port;
+	/* the old sysfs columns first, as scripts read them: "4: ACTIVE" */
+	snprintf(st, sizeof(st), "%u: %s", attr_u8(tb[AFRDMA_A_PORT_STATE]), state);
+	printf("%-12s %-5u %-16s %-10s %-16s %-6u %-6u %s\n", dev,
+	       ss_u32(tb[AFRDMA_A_PORT_NUM]), st, link, ndev ?: "-",
+	       ss_u32(tb[AFRDMA_A_PORT_ACTIVE_MTU]), conns, guid);
+}
 
-		if (de->d_name[0] == '.')
+static int dev_show(const struct nlmsghdr *nlh, void *data)
+{
+	const struct nlattr *top, *a, *port = NULL;
+	unsigned long long guid = 0;
+	unsigned int conns = 0, index = 0;
+	struct show_opts *o = data;
+	const char *name = NULL;
+	bool first = true;
+	char g[24];
+
+	mnl_attr_for_each(top, nlh, sizeof(struct genlmsghdr)) {
+		if (mnl_attr_get_type(top) != AFRDMA_A_DEVICE)
 			continue;
-		for (port = 1; port < 64; port++) {
-			snprintf(path, sizeof(path), "%s/%s/ports/%d/state", base,
-				 de->d_name, port);
-			if (read_line(path, state, sizeof(state)))
+		mnl_attr_for_each_nested(a, top) {
+			switch (mnl_attr_get_type(a)) {
+			case AFRDMA_A_DEV_NAME:
+				name = mnl_attr_get_str(a);
 				break;
-			snprintf(path, sizeof(path), "%s/%s/ports/%d/link_layer",
-				 base, de->d_name, port);
-			if (read_line(path, link, sizeof(link)))
-				strcpy(link, "?");
-			snprintf(path, sizeof(path),
-				 "%s/%s/ports/%d/gid_attrs/ndevs/0", base,
-				 de->d_name, port);
-			if (read_line(path, ndev, sizeof(ndev)))
-				strcpy(ndev, "-");
-			printf("%-12s %-5d %-16s %-10s %s\n", de->d_name, port,
-			       state, link, ndev);
-			any = true;
+			case AFRDMA_A_DEV_INDEX:
+				index = ss_u32(a);
+				break;
+			case AFRDMA_A_DEV_NODE_GUID:
+				if (mnl_attr_get_payload_len(a) == 8)
+					guid = mnl_attr_get_u64(a);
+				break;
+			case AFRDMA_A_DEV_CONNS:
+				conns = ss_u32(a);
+				break;
+			case AFRDMA_A_DEV_PORT:
+				if (!port)
+					port = a;
+				break;
+			}
 		}
+		if (!name)
+			continue;
+		/* as `rdma dev` and sysfs show it */
+		snprintf(g, sizeof(g), "%04llx:%04llx:%04llx:%04llx",
+			 guid >> 48, guid >> 32 & 0xffff, guid >> 16 & 0xffff,
+			 guid & 0xffff);
+		if (o->json)
+			printf("%s{\"name\":\"%s\",\"index\":%u,\"node_guid\":\"%s\","
+			       "\"conns\":%u,\"ports\":[", o->n ? "," : "", name,
+			       index, g, conns);
+		o->n++;
+		if (!port) {
+			if (o->json)
+				printf("]}");
+			continue;
+		}
+		mnl_attr_for_each_nested(a, top) {
+			if (mnl_attr_get_type(a) != AFRDMA_A_DEV_PORT)
+				continue;
+			dev_port_show(a, name, conns, g, o, first);
+			first = false;
+		}
+		if (o->json)
+			printf("]}");
 	}
-	closedir(d);
-	return any ? 0 : 1;
+	return MNL_CB_OK;
+}
+
+/* The devices afrdma uses, over generic netlink, as text or JSON. */
+static int cmd_devices(bool json)
+{
+	char buf[MNL_SOCKET_BUFFER_SIZE];
+	struct show_opts o = { .json = json };
+	unsigned int portid, id;
+	struct mnl_socket *nl;
+	struct nlmsghdr *nlh;
+	int ret;
+
+	nl = genl_open(&portid, &id);
+	if (!nl)
+		return 1;
+	nlh = genl_request(buf, id, AFRDMA_CMD_GET_DEVICES, NLM_F_DUMP);
+	if (json)
+		putchar('[');
+	else
+		printf("%-12s %-5s %-16s %-10s %-16s %-6s %-6s %s\n", "DEVICE",
+		       "PORT", "STATE", "LINK", "NETDEV", "MTU", "CONNS",
+		       "NODE_GUID");
+	ret = nl_dump(nl, portid, buf, nlh, dev_show, &o);
+	if (json)
+		puts("]");
+	if (ret)
+		fprintf(stderr, "afrdma: devices: %s%s\n", strerror(errno),
+			errno == EOPNOTSUPP ? " (the module has no device dump)" : "");
+	else if (!o.n && !json)
+		fprintf(stderr, "afrdma: no RDMA devices\n");
+	mnl_socket_close(nl);
+	return !ret && o.n ? 0 : 1;
 }
 
 static void usage(FILE *f)
 {
-	fprintf(f, "Usage: afrdma params | ss [-l|-a] [-e] [-j] [FILTER] | stats [-j] | devices\n"
+	fprintf(f, "Usage: afrdma params | ss [-l|-a] [-e] [-j] [FILTER] | stats [-j] | devices [-j]\n"
 		   "  params      address family and IPPROTO numbers in effect\n"
 		   "  ss [-l|-a]  sockets (-l: listening only, -a: all), as ss -tni;\n"
 		   "              -e: extended detail, -j: JSON; FILTER as ss's:\n"
 		   "              state NAME (established, syn-sent, syn-recv,\n"
 		   "              listening, close, connected, all)... sport = :N dport = :N\n"
 		   "  stats [-j]  counters of this network namespace (-j: JSON)\n"
-		   "  devices     RDMA devices afrdma can use\n");
+		   "  devices [-j] RDMA devices afrdma uses, their ports and this\n"
+		   "              namespace's connections on each (-j: JSON)\n");
 }
 
 int main(int argc, char **argv)
@@ -545,8 +676,9 @@ int main(int argc, char **argv)
 	if (argc >= 2 && !strcmp(argv[1], "stats") &&
 	    (argc == 2 || (argc == 3 && !strcmp(argv[2], "-j"))))
 		return cmd_stats(argc == 3);
-	if (argc == 2 && !strcmp(argv[1], "devices"))
-		return cmd_devices();
+	if (argc >= 2 && !strcmp(argv[1], "devices") &&
+	    (argc == 2 || (argc == 3 && !strcmp(argv[2], "-j"))))
+		return cmd_devices(argc == 3);
 	if (argc == 2 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
 		usage(stdout);
 		return 0;

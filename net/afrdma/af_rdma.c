@@ -457,6 +457,7 @@ static int afrdma_connect(struct socket *sock, struct sockaddr *uaddr,
 				goto out;
 		}
 		WRITE_ONCE(sk->sk_err, 0);
+		ars->stale_retries = 0;
 		err = ars->tcp_only ? -ENODEV :
 		      afrdma_cm_resolve(sk);
 		if (err == -ENODEV || err == -EADDRNOTAVAIL)

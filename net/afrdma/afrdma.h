@@ -32,6 +32,8 @@
 #define AFRDMA_RESOLVE_MS	2000
 /* Address resolution runs in steps this long, AFRDMA_RESOLVE_MS in all. */
 #define AFRDMA_RESOLVE_STEP_MS	100
+/* Connects sent again after the peer's CM refused one as stale (cm.c) */
+#define AFRDMA_STALE_RETRIES	3
 #define AFRDMA_TCP_OPTS		16
 #define AFRDMA_FALLBACK_TIMEOUT_MS	2000
 #define AFRDMA_MAX_CONNS	4096
@@ -96,6 +98,7 @@ enum afrdma_mib_field {
 	AFRDMA_MIB_RX_BOUNCE_READS,	/* READs into a receive buffer */
 	AFRDMA_MIB_ORPHAN_DROPS,	/* closes reset: too many orphans */
 	AFRDMA_MIB_ORPHAN_TIMEOUTS,	/* orphans reset: data not taken in time */
+	AFRDMA_MIB_STALE_RETRIES,	/* connects sent again after a stale REJ */
 	AFRDMA_MIB_MAX
 };
 
@@ -138,6 +141,7 @@ extern int afrdma_ipproto;
 struct afrdma_device {
 	struct ib_device	*ibdev;
 	struct list_head	node;		/* afrdma_devices, under its mutex */
+	u32			id;		/* grows in list order: a dump's place */
 	spinlock_t		lock;
 	struct list_head	conns;
 	bool			removing;
@@ -341,6 +345,14 @@ struct afrdma_sock {
 	 */
 	struct rdma_cm_id	*resolve_id;
 	bool			resolve_drop;
+	/*
+	 * A connect the peer's CM refused as stale goes again with a new cm
+	 * id, from retry_work, which destroys the refused one (cm.c); socket
+	 * lock.
+	 */
+	struct work_struct	retry_work;
+	struct rdma_cm_id	*retry_id;
+	u8			stale_retries;
 	struct delayed_work	fb_timer;	/* RDMA setup deadline */
 	/* Closed with data still going (af_rdma.c); socket lock */
 	struct delayed_work	orphan_work;
@@ -408,6 +420,7 @@ const char *afrdma_stats_name(unsigned int i);
 u64 afrdma_stats_read(const struct afrdma_net *an, unsigned int i);
 
 /* nl_stats.c */
+extern struct genl_family afrdma_nls_family;
 int afrdma_nls_init(void);
 void afrdma_nls_exit(void);
 
@@ -583,5 +596,10 @@ struct afrdma_device *afrdma_device_get(struct ib_device *ibdev);
 void afrdma_device_put(struct afrdma_device *dev);
 bool afrdma_device_attach(struct afrdma_device *dev, struct afrdma_conn *conn);
 void afrdma_device_detach(struct afrdma_conn *conn);
+struct afrdma_device *afrdma_device_next(u32 id);
+unsigned int afrdma_device_conns(struct afrdma_device *dev, const struct net *net);
+
+/* nl_dev.c */
+int afrdma_nldev_dump(struct sk_buff *skb, struct netlink_callback *cb);
 
 #endif /* _AFRDMA_H */

@@ -10,6 +10,7 @@
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <net/tcp_states.h>
+#include <rdma/ib_cm.h>
 
 #include "afrdma.h"
 
@@ -204,9 +205,98 @@ struct rdma_cm_id *afrdma_cm_take_id(struct sock *sk)
 	return id;
 }
 
+/*
+ * A connect again after the peer's CM refused the last one as stale: the
+ * refused attempt's cm id goes (a cm id connects once), and a new one
+ * resolves, binds where bind() said, and connects.  Whatever else ended
+ * the connect meanwhile (close, the fallback timer, device removal) wins.
+ */
+static void afrdma_cm_retry_work(struct work_struct *work)
+{
+	struct afrdma_sock *ars = container_of(work, struct afrdma_sock,
+					       retry_work);
+	struct sock *sk = &ars->inet.sk;
+	struct afrdma_conn *conn;
+	struct rdma_cm_id *id;
+	int err = 0;
+
+	lock_sock(sk);
+	id = ars->retry_id;
+	ars->retry_id = NULL;
+	release_sock(sk);
+	if (id) {
+		rdma_destroy_id(id);
+		sock_put(sk);
+		id = NULL;
+	}
+
+	lock_sock(sk);
+	if (sk->sk_state != TCP_SYN_SENT || ars->cm_id || ars->retry_id ||
+	    ars->transport != AFRDMA_TRANSPORT_NONE)
+		goto out;
+	conn = ars->conn;
+	if (conn) {
+		/* /proc/net/afrdma reads it under this lock alone. */
+		spin_lock_bh(&afrdma_socks_lock);
+		ars->conn = NULL;
+		spin_unlock_bh(&afrdma_socks_lock);
+		afrdma_conn_free(conn);
+	}
+	err = afrdma_cm_create_id(sk);
+	if (!err && ars->bound)
+		err = rdma_bind_addr(ars->cm_id, (struct sockaddr *)&ars->saddr);
+	if (!err)
+		err = afrdma_cm_resolve(sk);
+	if (err) {
+		id = ars->cm_id;
+		/* Failed, not moved to TCP: the id stays until close. */
+		if (!afrdma_cm_connect_failed(sk, EHOSTUNREACH,
+					      AFRDMA_FB_NO_DEVICE))
+			id = NULL;
+	}
+out:
+	release_sock(sk);
+	if (id) {
+		rdma_destroy_id(id);
+		sock_put(sk);
+	}
+	sock_put(sk);
+}
+
 void afrdma_cm_resolve_init(struct sock *sk)
 {
 	INIT_WORK(&afrdma_sk(sk)->resolve_work, afrdma_cm_resolve_work);
+	INIT_WORK(&afrdma_sk(sk)->retry_work, afrdma_cm_retry_work);
+}
+
+/*
+ * The peer's CM refused our REQ as stale: it still had a connection from
+ * our address whose remote QP number is the one ours has now (ours was
+ * lost without a disconnect reaching it: our device was recreated, or we
+ * rebooted).  It drops that connection as it refuses (ib_cm's
+ * cm_match_req()), so a new REQ is taken, as TCP's SYN is after the RST
+ * that ends a half-open connection.  True if the retry is queued.
+ */
+static bool afrdma_cm_retry_stale(struct sock *sk, struct rdma_cm_id *id,
+				  int status)
+{
+	struct afrdma_sock *ars = afrdma_sk(sk);
+
+	if (!rdma_ib_or_roce(id->device, id->port_num) ||
+	    status != IB_CM_REJ_STALE_CONN || ars->resolve_id || ars->retry_id ||
+	    ars->stale_retries >= AFRDMA_STALE_RETRIES)
+		return false;
+	ars->stale_retries++;
+	afrdma_inc_stats(sk, AFRDMA_MIB_STALE_RETRIES);
+	if (ars->conn)
+		afrdma_conn_teardown(ars->conn);
+	/* The handler ignores the refused id's events from now on. */
+	ars->retry_id = id;
+	ars->cm_id = NULL;
+	sock_hold(sk);
+	if (!queue_work(afrdma_wq, &ars->retry_work))
+		sock_put(sk);
+	return true;
 }
 
 /* A step timed out: true if another is queued. */
@@ -343,6 +433,10 @@ static int afrdma_cm_event(struct sock *sk, struct rdma_cm_id *id,
 						ETIMEDOUT : EHOSTUNREACH,
 						AFRDMA_FB_UNREACHABLE);
 	case RDMA_CM_EVENT_REJECTED:
+		if (sk->sk_state == TCP_SYN_SENT &&
+		    afrdma_cm_retry_stale(sk, id, ev->status))
+			break;
+		fallthrough;
 	case RDMA_CM_EVENT_CONNECT_ERROR:
 		if (sk->sk_state == TCP_SYN_SENT)
 			return afrdma_cm_connect_failed(sk, ECONNREFUSED,

@@ -15,6 +15,7 @@
 /* Serialises lookups against the ib_client add and remove callbacks. */
 static DEFINE_MUTEX(afrdma_devices_mutex);
 static LIST_HEAD(afrdma_devices);
+static u32 afrdma_devices_next_id;
 
 static struct ib_client afrdma_ib_client;
 
@@ -42,6 +43,41 @@ struct afrdma_device *afrdma_device_get(struct ib_device *ibdev)
 		dev = NULL;
 	mutex_unlock(&afrdma_devices_mutex);
 	return dev;
+}
+
+/*
+ * The first listed device whose id is @id or more, held; NULL past the end.
+ * Ids grow in list order, so a walk that drops the lock between devices
+ * goes on from the last id it saw, whatever came or went meanwhile.
+ */
+struct afrdma_device *afrdma_device_next(u32 id)
+{
+	struct afrdma_device *dev;
+
+	mutex_lock(&afrdma_devices_mutex);
+	list_for_each_entry(dev, &afrdma_devices, node) {
+		/* listed: not removing, its last reference not yet dropped */
+		if (dev->id >= id) {
+			kref_get(&dev->ref);
+			mutex_unlock(&afrdma_devices_mutex);
+			return dev;
+		}
+	}
+	mutex_unlock(&afrdma_devices_mutex);
+	return NULL;
+}
+
+/* Connections of namespace @net on @dev now. */
+unsigned int afrdma_device_conns(struct afrdma_device *dev, const struct net *net)
+{
+	struct afrdma_conn *conn;
+	unsigned int n = 0;
+
+	spin_lock_bh(&dev->lock);
+	list_for_each_entry(conn, &dev->conns, dev_node)
+		n += net_eq(sock_net(conn->sk), net);
+	spin_unlock_bh(&dev->lock);
+	return n;
 }
 
 /* False once removal has begun: the connection must not start. */
@@ -81,6 +117,7 @@ static int afrdma_add_one(struct ib_device *ibdev)
 	init_completion(&dev->released);
 
 	mutex_lock(&afrdma_devices_mutex);
+	dev->id = afrdma_devices_next_id++;
 	list_add_tail(&dev->node, &afrdma_devices);
 	ib_set_client_data(ibdev, &afrdma_ib_client, dev);
 	mutex_unlock(&afrdma_devices_mutex);

@@ -2,15 +2,14 @@
 /*
  * afrdma's generic netlink family: the counters of the requester's network
  * namespace, what /proc/net/afrdma_stat shows, each as a name and a value
- * so that a reader needs no table of them (<linux/afrdma.h>).
+ * so that a reader needs no table of them (<linux/afrdma.h>).  Its device
+ * dump is nl_dev.c's.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <net/genetlink.h>
 
 #include "afrdma.h"
-
-static struct genl_family afrdma_nls_family;
 
 static int afrdma_nls_put(struct sk_buff *msg, const char *name, u64 val,
 			  bool gauge)
@@ -72,9 +71,13 @@ static const struct genl_small_ops afrdma_nls_ops[] = {
 		.cmd	= AFRDMA_CMD_GET_STATS,
 		.doit	= afrdma_nls_get_stats,
 	},
+	{
+		.cmd	= AFRDMA_CMD_GET_DEVICES,
+		.dumpit	= afrdma_nldev_dump,
+	},
 };
 
-static struct genl_family afrdma_nls_family __ro_after_init = {
+struct genl_family afrdma_nls_family __ro_after_init = {
 	.name		= AFRDMA_GENL_NAME,
 	.version	= AFRDMA_GENL_VERSION,
 	.netnsok	= true,

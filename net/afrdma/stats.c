@@ -48,6 +48,7 @@ static const char * const afrdma_mib_names[AFRDMA_MIB_MAX] = {
 	[AFRDMA_MIB_RX_BOUNCE_READS]	= "RxBounceReads",
 	[AFRDMA_MIB_ORPHAN_DROPS]	= "OrphanDrops",
 	[AFRDMA_MIB_ORPHAN_TIMEOUTS]	= "OrphanTimeouts",
+	[AFRDMA_MIB_STALE_RETRIES]	= "ConnectStaleRetries",
 };
 
 const char *afrdma_stats_name(unsigned int i)

@@ -24,13 +24,20 @@ enum afrdma_transport {
 	AFRDMA_T_FAMILY,	/* socket(AF_RDMA, SOCK_STREAM, 0) */
 	AFRDMA_T_IPPROTO,	/* socket(AF_INET[6], SOCK_STREAM, IPPROTO_RDMA) */
 	AFRDMA_T_TCP,		/* socket(AF_INET[6], SOCK_STREAM, 0) */
+	AFRDMA_T_SMC,		/* SMC-R, the in-tree peer (make bench) */
 };
+
+/* SMC's numbers, for headers older than them */
+#define AFRDMA_IPPROTO_SMC	256	/* since 6.11 */
+#define AFRDMA_AF_SMC		43
+#define AFRDMA_SMCPROTO_SMC6	1
 
 static inline const char *afrdma_transport_name(enum afrdma_transport t)
 {
 	switch (t) {
 	case AFRDMA_T_FAMILY:	return "af_rdma";
 	case AFRDMA_T_IPPROTO:	return "ipproto_rdma";
+	case AFRDMA_T_SMC:	return "smc";
 	default:		return "tcp";
 	}
 }
@@ -44,6 +51,8 @@ static inline int afrdma_parse_transport(const char *s,
 		*t = AFRDMA_T_IPPROTO;
 	else if (!strcmp(s, "tcp"))
 		*t = AFRDMA_T_TCP;
+	else if (!strcmp(s, "smc"))
+		*t = AFRDMA_T_SMC;
 	else
 		return -1;
 	return 0;
@@ -131,6 +140,13 @@ static inline int afrdma_socket(enum afrdma_transport t, int af, int flags)
 		return socket(afrdma_family_nr(), SOCK_STREAM | flags, 0);
 	case AFRDMA_T_IPPROTO:
 		return socket(af, SOCK_STREAM | flags, afrdma_ipproto_nr());
+	case AFRDMA_T_SMC:
+		/* IPPROTO_SMC where the kernel has it, else AF_SMC (6.1) */
+		fd = socket(af, SOCK_STREAM | flags, AFRDMA_IPPROTO_SMC);
+		if (fd >= 0 || (errno != EPROTONOSUPPORT && errno != EINVAL))
+			return fd;
+		return socket(AFRDMA_AF_SMC, SOCK_STREAM | flags,
+			      af == AF_INET6 ? AFRDMA_SMCPROTO_SMC6 : 0);
 	default:
 		break;
 	}

@@ -180,7 +180,7 @@ PARSERS = {
     "ib_write_bw": parse_perftest, "ib_send_bw": parse_perftest,
     "ib_send_lat": parse_perftest, "afrdma-perf": parse_afrdma_perf,
     "iperf3": parse_iperf3, "sockperf": parse_sockperf,
-    "rstream": parse_rstream,
+    "rstream": parse_rstream, "rds-perf": parse_afrdma_perf,
 }
 
 
@@ -231,6 +231,43 @@ def zc_path_error(rec, env):
     return "not the %s path: %s" % (rec["test"], ", ".join(bad))
 
 
+# whose RC QPs a peer's are, as "rdma resource show qp" names them
+PEER_QP_OWNER = {"smc": "smc", "rds": "rdma_cm"}
+
+
+def read_peers(d):
+    """peers.tsv: the cases the peers could not run and why, and how many
+    SMC connections fell back to TCP (None: not known)."""
+    skips, fb = [], None
+    try:
+        with open(os.path.join(d, "peers.tsv")) as f:
+            for line in f:
+                c = line.rstrip("\n").split("\t")
+                if c[0] == "skip" and len(c) >= 4:
+                    skips.append({"transport": c[1], "test": c[2], "reason": c[3]})
+                elif c[0] == "smc_fallbacks" and len(c) >= 2 and c[1].isdigit():
+                    fb = int(c[1])
+    except OSError:
+        pass
+    return skips, fb
+
+
+def qp_owners(path):
+    """RC QPs by owner (the comm rdma shows: a module's name in brackets
+    for a kernel user), from "rdma resource show qp"."""
+    own = {}
+    try:
+        with open(path) as f:
+            for ln in f:
+                m = re.search(r"\btype RC\b.*\bcomm (\S+)", ln)
+                if m:
+                    k = m.group(1).strip("[]")
+                    own[k] = own.get(k, 0) + 1
+    except OSError:
+        return None
+    return own
+
+
 def load(d, ncpu, idle_qps, env):
     recs = []
     with open(os.path.join(d, "cases.tsv")) as f:
@@ -252,6 +289,16 @@ def load(d, ncpu, idle_qps, env):
             if m:
                 rec["rdma_qps"] = int(m.group(1)) - idle_qps
             x = dict(kv.split("=", 1) for kv in rec["extra"].split() if "=" in kv)
+            # the peers' held connections: QPs on every device, and whose
+            if x.get("qps_all", "").isdigit() and x.get("qps0", "").isdigit():
+                rec["rdma_qps"] = int(x["qps_all"]) - int(x["qps0"])
+                rec["qp_owners"] = qp_owners(os.path.join(d, "raw", c[0] + ".qp"))
+                # The peers share their QPs between connections and keep
+                # them after the last one closes (SMC's link groups, RDS's
+                # connection per address pair): all they own while held.
+                own = PEER_QP_OWNER.get(rec["transport"])
+                if own and rec["qp_owners"] is not None:
+                    rec["rdma_qps"] = rec["qp_owners"].get(own, 0)
             if all(k in x for k in ZC_KEYS):
                 rec["counters"] = {k: int(x[k]) for k in ZC_KEYS}
             if err is None and rec["test"] in ("zc", "rzc"):
@@ -264,6 +311,16 @@ def load(d, ncpu, idle_qps, env):
                 err = "no RDMA QP in use: the rsockets preload fell back to TCP"
             if err is None and rec["rc"] != 0:
                 err = "exit %d: %s" % (rec["rc"], last_error(text))
+            # SMC falls back to TCP silently: then these are not SMC-R's
+            fb = int(x.get("smc_fallbacks", "0") or 0)
+            if fb:
+                rec["smc_fallbacks"] = fb
+            if err is None and rec["transport"] == "smc" and fb:
+                err = ("%d SMC connections fell back to TCP "
+                       "(smc_switch_to_fallback): not SMC-R numbers" % fb)
+            if (err is None and rec["transport"] == "smc" and rec["test"] == "mem" and
+                    rec.get("qp_owners") is not None and not rec["qp_owners"].get("smc")):
+                err = "no RC QP owned by smc: not SMC-R"
             if err is not None and rec["rc"] == 124:
                 err = "timed out: " + err
             rec["status"] = "ok" if err is None else "failed"
@@ -308,7 +365,7 @@ def cell(r, key, nd=0):
 
 
 TR_NAME = {"verbs": "raw verbs", "af_rdma": "afrdma", "tcp": "TCP",
-           "rsockets": "rsockets"}
+           "rsockets": "rsockets", "smc": "SMC-R", "rds": "RDS"}
 
 
 def label(r):
@@ -389,13 +446,14 @@ def report(recs, env):
     out.append("Connection setup (connect, exchange, close), and memory per "
                "idle connection (both ends, server thread included), KiB")
     rows = []
-    trs = [t for t in ("af_rdma", "tcp", "rsockets")
+    trs = [t for t in ("af_rdma", "tcp", "rsockets", "smc", "rds")
            if any(r["transport"] == t and r["test"] in ("connrate", "mem") for r in recs)]
     ns = sorted({r["streams"] for r in recs if r["test"] == "mem"})
     for t in trs:
-        row = [TR_NAME[t], cell(find(recs, "afrdma-perf", t, "connrate", 0), "conns_per_sec", 1)]
+        tool = "rds-perf" if t == "rds" else "afrdma-perf"
+        row = [TR_NAME[t], cell(find(recs, tool, t, "connrate", 0), "conns_per_sec", 1)]
         for n in ns:
-            r = find(recs, "afrdma-perf", t, "mem", 0, n)
+            r = find(recs, tool, t, "mem", 0, n)
             if r is None:
                 row.append("-")
             elif r["status"] != "ok":
@@ -404,8 +462,9 @@ def report(recs, env):
                 row.append("%s (slab %s)" % (fmt(r["mem_kib_per_conn"], 1),
                                              fmt(r["slab_kib_per_conn"], 1)))
         rows.append(row)
-    out.append(table(["transport (afrdma-perf)", "conn/s"] +
+    out.append(table(["transport (afrdma-perf; RDS: rds-perf)", "conn/s"] +
                      ["MemAvailable drop, N=%d" % n for n in ns], rows))
+    out.append("RDS: N sockets that each exchanged a message, not connections.")
     out.append("")
 
     failed = [r for r in recs if r["status"] != "ok"]
@@ -551,6 +610,103 @@ def targets(recs):
     return t
 
 
+PEER_TOOL = {"af_rdma": "afrdma-perf", "tcp": "afrdma-perf",
+             "smc": "afrdma-perf", "rds": "rds-perf"}
+
+
+def peers_rows(recs, skips):
+    """Issue 16: SMC-R and RDS beside afrdma and TCP, measure by measure,
+    each peer's value with its ratios to afrdma and to TCP (> 1: the peer
+    is better), or the reason it has none."""
+    why = {(x["transport"], x["test"]): x["reason"] for x in skips}
+    ns = sorted({r["streams"] for r in recs if r["test"] == "mem"})
+    # (name, test, size, streams, key, higher is better)
+    ms = [("bandwidth %s, 1 stream, Mbit/s" % size_name(s), "bw", s, 1, "mbps", True)
+          for s in sorted({r["size"] for r in recs
+                           if r["test"] == "bw" and r["transport"] in ("smc", "rds")})]
+    ps = sorted({r["streams"] for r in recs
+                 if r["test"] == "bw" and r["transport"] == "smc" and r["streams"] > 1})
+    if ps:
+        ms.append(("bandwidth 64 KiB, %d streams, Mbit/s" % ps[-1], "bw", 65536,
+                   ps[-1], "mbps", True))
+    ms += [("64 B messages/s, 1 stream", "bw", 64, 1, "msgs_per_sec", True),
+           ("64 B one-way latency p50, us", "lat", 64, 1, "lat_p50_us", False),
+           ("connection setups/s", "connrate", 0, 1, "conns_per_sec", True)]
+    for n in ns:
+        ms.append(("memory per idle connection, N=%d, KiB" % n, "mem", 0, n,
+                   "mem_kib_per_conn", False))
+        ms.append(("slab per idle connection, N=%d, KiB" % n, "mem", 0, n,
+                   "slab_kib_per_conn", False))
+        ms.append(("RC QPs for N=%d connections" % n, "mem", 0, n, "rdma_qps", False))
+    rows = []
+    for name, test, size, p, key, higher in ms:
+        row = {"measure": name, "key": key}
+        for t in ("af_rdma", "tcp", "smc", "rds"):
+            r = find(recs, PEER_TOOL[t], t, test, size, p)
+            v = r.get(key) if r and r["status"] == "ok" else None
+            if t == "tcp" and key == "rdma_qps" and r and r["status"] == "ok":
+                v = 0
+            row[t] = v
+            if r is not None and r["status"] != "ok":
+                row[t + "_why"] = "FAILED: " + r["error"]
+            elif r is None:
+                wt = "streams" if test == "bw" and p > 1 else test
+                row[t + "_why"] = why.get((t, wt))
+        for t in ("smc", "rds"):
+            for base in ("af_rdma", "tcp"):
+                a, b = row[t], row[base]
+                # TCP has no QPs: no ratio to it
+                if key == "rdma_qps" and base == "tcp":
+                    a = None
+                row["%s_vs_%s" % (t, base)] = (ratio(a, b) if higher else ratio(b, a))
+        rows.append(row)
+    return rows
+
+
+def peers_text(recs, skips, smc_fb):
+    rows = peers_rows(recs, skips)
+    if not any(r["smc"] is not None or r["rds"] is not None or
+               r.get("smc_why") or r.get("rds_why") for r in rows) and not skips:
+        return None
+    notes = []
+
+    def c(row, t):
+        if row[t] is not None:
+            return fmt(row[t], 1)
+        w = row.get(t + "_why")
+        if not w:
+            return "-"
+        if w not in notes:
+            notes.append(w)
+        return "n/a [%d]" % (notes.index(w) + 1)
+
+    out = []
+    for row in rows:
+        out.append([row["measure"], c(row, "af_rdma"), c(row, "tcp"), c(row, "smc"),
+                    c(row, "rds"), fmt(row["smc_vs_af_rdma"], 2), fmt(row["smc_vs_tcp"], 2),
+                    fmt(row["rds_vs_af_rdma"], 2), fmt(row["rds_vs_tcp"], 2)])
+    text = ("The in-tree peers: SMC-R (afrdma-perf -t smc, 127.0.0.1 over "
+            "rxe_lo) and RDS (rds-perf on rxe0) beside afrdma and TCP "
+            "(afrdma-perf); ratios > 1: the peer is better\n" +
+            table(["measure", "afrdma", "TCP", "SMC-R", "RDS", "SMC-R/afrdma",
+                   "SMC-R/TCP", "RDS/afrdma", "RDS/TCP"], out))
+    for i, w in enumerate(notes):
+        text += "\n[%d] %s" % (i + 1, w)
+    if smc_fb is None:
+        text += "\nSMC-R not proven by tracepoint (smc_switch_to_fallback unavailable)"
+    else:
+        text += ("\nsmc_switch_to_fallback events during the SMC-R cases (after "
+                 "one warm-up connection that created the link group): %d" % smc_fb)
+    owners = [r for r in recs if r["transport"] in ("smc", "rds") and r["test"] == "mem"
+              and r.get("qp_owners")]
+    for r in owners:
+        text += "\n%s N=%d: RC QPs by owner %s" % (
+            TR_NAME[r["transport"]], r["streams"],
+            ", ".join("%s %d" % kv for kv in sorted(r["qp_owners"].items())))
+    text += ("\nRDS's QPs show as rdma_cm's: it creates them through rdma_cm.")
+    return text
+
+
 def rsockets_rows(recs):
     rows = []
     for r0 in recs:
@@ -615,10 +771,10 @@ def plot(recs, env, path):
         xs, ys = zip(*sorted(pts))
         # colour: transport; line and marker: tool
         color = {"verbs": "black", "af_rdma": "tab:blue", "tcp": "tab:orange",
-                 "rsockets": "tab:green"}[tr]
+                 "rsockets": "tab:green", "smc": "tab:brown", "rds": "tab:pink"}[tr]
         ls, mk = {"ib_write_bw": ("-", "s"), "ib_send_bw": (":", "D"),
                   "afrdma-perf": ("-", "o"), "iperf3": ("--", "^"),
-                  "rstream": ("-.", "v")}.get(tool, ("-", "o"))
+                  "rstream": ("-.", "v"), "rds-perf": (":", "P")}.get(tool, ("-", "o"))
         ax.plot(xs, ys, color=color, linestyle=ls, marker=mk,
                 label="%s %s" % (tool, TR_NAME[tr]))
     for zp, name in ZC_PATHS[1:]:
@@ -665,7 +821,7 @@ def plot(recs, env, path):
     fig.savefig(path, dpi=100)
 
 
-def smoke(recs):
+def smoke(recs, skips=()):
     """make check: a case passes if its tool ran and gave a number (and a
     zero-copy case's counters show it took its path).  rsockets failing is
     rsockets' business (skipped); anything else failing is ours."""
@@ -682,6 +838,10 @@ def smoke(recs):
         else:
             print("not ok - %s (case %d): %s" % (name, r["id"], r["error"]))
             f += 1
+    for x in skips:
+        print("ok - bench smoke: %s %s # SKIP %s" % (
+            TR_NAME.get(x["transport"], x["transport"]), x["test"], x["reason"]))
+        s += 1
     if not recs:
         print("not ok - bench smoke: no case ran")
         f += 1
@@ -696,6 +856,7 @@ def main():
     a = ap.parse_args()
 
     env = read_env(a.indir)
+    skips, smc_fb = read_peers(a.indir)
     try:
         recs = load(a.indir, int(env.get("cpus") or 1),
                     int(env.get("idle_qps") or 0), env)
@@ -703,7 +864,7 @@ def main():
         recs = []
         print("bench: %s" % e, file=sys.stderr)
     if a.smoke:
-        p, f, s = smoke(recs)
+        p, f, s = smoke(recs, skips)
         print("# bench: %d %d %d" % (p, f, s))
         return 0
     if not recs:
@@ -714,7 +875,13 @@ def main():
     zt = zc_targets(recs)
     tt = targets_text(t) + "\n\n" + targets_text(
         zt, "Issue 5 targets (256 KiB and up), from this run")
-    text += "\n" + rsockets_text(recs) + "\n\n" + zc_text(zc_rows(recs)) + "\n"
+    pt = peers_text(recs, skips, smc_fb)
+    if pt:
+        text += "\n" + pt + "\n"
+    if any(r["transport"] == "rsockets" for r in recs):
+        text += "\n" + rsockets_text(recs) + "\n"
+    if zc_rows(recs):
+        text += "\n" + zc_text(zc_rows(recs)) + "\n"
     print(text)
     print(tt)
     with open(os.path.join(a.outdir, "bench.md"), "w") as f:
@@ -725,6 +892,8 @@ def main():
                    "environment": TITLE_ENV, "active_mtu": env.get("active_mtu"),
                    "cpus": env.get("cpus"), "results": recs, "targets": t,
                    "rsockets": rsockets_rows(recs),
+                   "peers": peers_rows(recs, skips), "peer_skips": skips,
+                   "smc_fallbacks": smc_fb,
                    "zerocopy": zc_rows(recs), "zerocopy_targets": zt,
                    "profile": open(prof).read() if os.path.exists(prof) else None},
                   f, indent=1)

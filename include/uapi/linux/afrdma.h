@@ -176,6 +176,12 @@ enum {
  * is answered with one AFRDMA_A_STATS nest holding an AFRDMA_A_STATS_STAT
  * nest per counter of the requester's namespace, named as in
  * /proc/net/afrdma_stat.
+ *
+ * AFRDMA_CMD_GET_DEVICES, a dump request (NLM_F_DUMP) without attributes
+ * (net/afrdma/nl_dev.c), is answered with a message per RDMA device afrdma
+ * uses that the requester's namespace may see, each one AFRDMA_A_DEVICE
+ * nest: its name, identity, the connections of the requester's namespace
+ * on it, and an AFRDMA_A_DEV_PORT nest per port.
  */
 #define AFRDMA_GENL_NAME	"afrdma"
 #define AFRDMA_GENL_VERSION	1
@@ -183,6 +189,7 @@ enum {
 enum {
 	AFRDMA_CMD_UNSPEC,
 	AFRDMA_CMD_GET_STATS,
+	AFRDMA_CMD_GET_DEVICES,
 	__AFRDMA_CMD_MAX,
 };
 
@@ -191,6 +198,7 @@ enum {
 enum {
 	AFRDMA_A_UNSPEC,
 	AFRDMA_A_STATS,			/* nest of AFRDMA_A_STATS_STAT */
+	AFRDMA_A_DEVICE,		/* nest of AFRDMA_A_DEV_* */
 	__AFRDMA_A_MAX,
 };
 
@@ -216,5 +224,38 @@ enum {
 };
 
 #define AFRDMA_A_STAT_MAX	(__AFRDMA_A_STAT_MAX - 1)
+
+/* Inside AFRDMA_A_DEVICE */
+enum {
+	AFRDMA_A_DEV_UNSPEC,
+	AFRDMA_A_DEV_PAD,
+	AFRDMA_A_DEV_NAME,		/* string, e.g. "rxe0" */
+	AFRDMA_A_DEV_INDEX,		/* u32: the RDMA core's, as `rdma dev` */
+	AFRDMA_A_DEV_NODE_GUID,		/* u64, in host order */
+	AFRDMA_A_DEV_CONNS,		/* u32: the namespace's connections on it */
+	AFRDMA_A_DEV_PORT,		/* nest of AFRDMA_A_PORT_*, one per port */
+	__AFRDMA_A_DEV_MAX,
+};
+
+#define AFRDMA_A_DEV_MAX	(__AFRDMA_A_DEV_MAX - 1)
+
+/*
+ * Inside each AFRDMA_A_DEV_PORT.  STATE is the port's logical state as
+ * the RDMA core numbers it (1 down, 2 init, 3 armed, 4 active, 5 active
+ * defer); LINK_LAYER 1 is InfiniBand, 2 Ethernet.  NETDEV and IFINDEX
+ * come only for a netdev in the requester's namespace.
+ */
+enum {
+	AFRDMA_A_PORT_UNSPEC,
+	AFRDMA_A_PORT_NUM,		/* u32, from 1 */
+	AFRDMA_A_PORT_STATE,		/* u8 */
+	AFRDMA_A_PORT_LINK_LAYER,	/* u8 */
+	AFRDMA_A_PORT_ACTIVE_MTU,	/* u32: bytes */
+	AFRDMA_A_PORT_NETDEV,		/* string */
+	AFRDMA_A_PORT_IFINDEX,		/* u32 */
+	__AFRDMA_A_PORT_MAX,
+};
+
+#define AFRDMA_A_PORT_MAX	(__AFRDMA_A_PORT_MAX - 1)
 
 #endif /* _UAPI_LINUX_AFRDMA_H */
