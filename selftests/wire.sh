@@ -15,13 +15,14 @@
 # Usage: selftests/wire.sh [SIZE]   bytes per stream (default 8M; make
 #                                   stress passes 64M)
 #
-# Diagnostic switches (environment, both guests; off by default):
+# Diagnostic switches (environment, both guests):
 #   AFRDMA_WIRE_REPEAT=N  run only stale_peer_connect, link_down_5s,
 #                         after_link_down and stale_qpn_connect, N times in
 #                         one boot (a stress of connecting after a flap)
-#   AFRDMA_WIRE_TRACE=1   trace rdma_cm, ib_cm, ib_mad and afrdma, capture
-#                         ARP and RoCE MADs (QP1) with tcpdump when present,
-#                         and show both in a failed test's diagnostics
+#   AFRDMA_WIRE_TRACE=0   turn off what a failed test shows by default: the
+#                         last events of rdma_cm, ib_cm, ib_mad and afrdma,
+#                         and a capture of ARP and RoCE MADs (QP1) when
+#                         tcpdump is installed
 set -u
 cd "$(dirname "$0")/.." || exit
 . selftests/lib.sh
@@ -72,6 +73,10 @@ diag()
 		read -r v < "$f" 2>/dev/null || continue
 		[ "$v" != 0 ] && msg "  rxe0 ${f##*/} $v"
 	done
+	# B's servers: why a connection ended without its reply.
+	for f in "$out"/b-server*.log; do
+		[ -f "$f" ] && tail -n 5 "$f" | sed "s|^|#   ${f##*/}: |"
+	done
 	trace_dump
 }
 
@@ -84,7 +89,7 @@ trace_start()
 {
 	local e
 
-	[ -n "${AFRDMA_WIRE_TRACE:-}" ] || return 0
+	[ "${AFRDMA_WIRE_TRACE:-1}" != 0 ] || return 0
 	[ -d $tr/events ] || mount -t tracefs nodev $tr 2>/dev/null
 	echo 16384 > $tr/buffer_size_kb
 	for e in rdma_cma ib_cma ib_mad afrdma/afrdma_state afrdma/afrdma_connect \
@@ -111,8 +116,8 @@ trace_stop()
 # 0x15 DREQ, 0x16 DREP).
 trace_dump()
 {
-	[ -n "${AFRDMA_WIRE_TRACE:-}" ] || return 0
-	tail -n "${AFRDMA_WIRE_TRACE_LINES:-250}" $tr/trace | sed 's/^/#   trace: /'
+	[ "${AFRDMA_WIRE_TRACE:-1}" != 0 ] || return 0
+	tail -n "${AFRDMA_WIRE_TRACE_LINES:-120}" $tr/trace | sed 's/^/#   trace: /'
 	[ -n "$pcap" ] || return 0
 	tcpdump -r "$pcap" -n -tt -e -x 2>/dev/null | tail -n 400 | sed 's/^/#   pcap: /'
 }

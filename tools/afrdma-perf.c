@@ -169,8 +169,10 @@ static void *serve_conn(void *arg)
 	int ret;
 
 	if (read_full(fd, &req, sizeof(req)) != 1 || req.magic != PERF_MAGIC ||
-	    !req.size || req.size > 16 * 1024 * 1024)
+	    !req.size || req.size > 16 * 1024 * 1024) {
+		fprintf(stderr, "afrdma-perf: server: no valid request\n");
 		goto out;
+	}
 	buf = malloc(req.size);
 	if (!buf)
 		goto out;
@@ -185,8 +187,11 @@ static void *serve_conn(void *arg)
 				break;
 			afrdma_csum_update(&csum, buf, n);
 		}
-		if (n < 0)
+		if (n < 0) {
+			/* Said, so that a client's missing reply is explained. */
+			perror("afrdma-perf: server: recv");
 			break;
+		}
 		reply.bytes = csum.bytes;
 		reply.csum = afrdma_csum_final(&csum);
 		write_full(fd, &reply, sizeof(reply));
