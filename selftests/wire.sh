@@ -285,15 +285,9 @@ stream_ok()
 # xfer NAME SIZE [ADDR PORT]: one stream; a TAP result.
 xfer()
 {
-	stream_start "$2" "${3:-}" "${4:-}"
-	xfer_result "$1" "$2"
-}
-
-# xfer_result NAME SIZE: wait for the stream started last; a TAP result.
-xfer_result()
-{
 	local name=$1
 
+	stream_start "$2" "${3:-}" "${4:-}"
 	stream_wait
 	[ "$src" = 124 ] && msg "$name: hung, killed after $xfer_timeout s"
 	if stream_ok; then
@@ -354,26 +348,12 @@ netem_xfer()
 		tap_result skip "$name" "$netem_skip"
 		return
 	fi
-	# The qdisc is in place before the stream (see "Qdisc changes" in
-	# Documentation/reliability.rst) and turns bad once the connection is
-	# up: a CM message lost to netem waits out ib_cm's retry (seconds),
-	# longer than the fallback timeout, and the connect goes to TCP, by
-	# design; what this tests is the RDMA data path on a bad wire.
-	if ! tc qdisc replace dev "$nic" root netem delay 0ms; then
+	if ! tc qdisc replace dev "$nic" root netem "$@"; then
 		tap_result fail "$name"
-		return
-	fi
-	stream_start "$size"
-	stream_up
-	if ! tc qdisc change dev "$nic" root netem "$@"; then
-		stream_stop
-		stream_wait
-		tap_result fail "$name"
-		tc qdisc del dev "$nic" root
 		return
 	fi
 	msg "$name: tc qdisc netem $*"
-	xfer_result "$name" "$size"
+	xfer "$name" "$size"
 	tc -s qdisc show dev "$nic" | sed 's/^/#   /'
 	tc qdisc del dev "$nic" root
 }
