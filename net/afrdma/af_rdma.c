@@ -191,10 +191,7 @@ void afrdma_sk_destroy_child(struct sock *sk)
 	afrdma_set_state(sk, TCP_CLOSE);
 	sock_set_flag(sk, SOCK_DEAD);
 	release_sock(sk);
-	if (id) {
-		rdma_destroy_id(id);
-		sock_put(sk);
-	}
+	afrdma_cm_put_id(sk, id);
 	sock_put(sk);
 }
 
@@ -420,8 +417,7 @@ static int afrdma_connect(struct socket *sock, struct sockaddr *uaddr,
 		id = afrdma_connect_renew(sk);
 		if (id) {
 			release_sock(sk);
-			rdma_destroy_id(id);
-			sock_put(sk);
+			afrdma_cm_put_id(sk, id);
 			lock_sock(sk);
 		}
 		/* A bound address stays, as TCP's: unless a racing call moved on. */
@@ -800,10 +796,7 @@ static void afrdma_listen_drop(struct sock *sk, struct list_head *children,
 		list_del_init(&child->accept_node);
 		afrdma_sk_destroy_child(&child->inet.sk);
 	}
-	if (id) {
-		rdma_destroy_id(id);
-		sock_put(sk);
-	}
+	afrdma_cm_put_id(sk, id);
 }
 
 static int afrdma_shutdown(struct socket *sock, int how)
@@ -952,10 +945,7 @@ static void afrdma_orphan_work(struct work_struct *work)
 	atomic_dec(&afrdma_net(sock_net(sk))->orphans);
 out:
 	release_sock(sk);
-	if (id) {
-		rdma_destroy_id(id);
-		sock_put(sk);
-	}
+	afrdma_cm_put_id(sk, id);
 	sock_put(sk);
 }
 

@@ -497,6 +497,7 @@ int afrdma_cm_create_id(struct sock *sk);
 void afrdma_cm_resolve_init(struct sock *sk);
 int afrdma_cm_resolve(struct sock *sk);
 struct rdma_cm_id *afrdma_cm_take_id(struct sock *sk);
+void afrdma_cm_put_id(struct sock *sk, struct rdma_cm_id *id);
 int afrdma_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev);
 
 /* conn.c */

@@ -178,10 +178,7 @@ static void afrdma_cm_resolve_work(struct work_struct *work)
 		drop = id;
 	}
 	release_sock(sk);
-	if (drop) {
-		rdma_destroy_id(drop);
-		sock_put(sk);
-	}
+	afrdma_cm_put_id(sk, drop);
 out:
 	sock_put(sk);
 }
@@ -206,6 +203,19 @@ struct rdma_cm_id *afrdma_cm_take_id(struct sock *sk)
 }
 
 /*
+ * Destroys an id that afrdma_cm_take_id() returned (or NULL), and drops
+ * the socket reference it held.  @sk is not locked: rdma_destroy_id()
+ * waits for the id's handler, which takes the lock.
+ */
+void afrdma_cm_put_id(struct sock *sk, struct rdma_cm_id *id)
+{
+	if (!id)
+		return;
+	rdma_destroy_id(id);
+	sock_put(sk);
+}
+
+/*
  * A connect again after the peer's CM refused the last one as stale: the
  * refused attempt's cm id goes (a cm id connects once), and a new one
  * resolves, binds where bind() said, and connects.  Whatever else ended
@@ -224,11 +234,8 @@ static void afrdma_cm_retry_work(struct work_struct *work)
 	id = ars->retry_id;
 	ars->retry_id = NULL;
 	release_sock(sk);
-	if (id) {
-		rdma_destroy_id(id);
-		sock_put(sk);
-		id = NULL;
-	}
+	afrdma_cm_put_id(sk, id);
+	id = NULL;
 
 	lock_sock(sk);
 	if (sk->sk_state != TCP_SYN_SENT || ars->cm_id || ars->retry_id ||
@@ -256,10 +263,7 @@ static void afrdma_cm_retry_work(struct work_struct *work)
 	}
 out:
 	release_sock(sk);
-	if (id) {
-		rdma_destroy_id(id);
-		sock_put(sk);
-	}
+	afrdma_cm_put_id(sk, id);
 	sock_put(sk);
 }
 

@@ -355,10 +355,7 @@ static void afrdma_fb_timeout(struct work_struct *work)
 		afrdma_fb_connect(sk, AFRDMA_FB_TIMEOUT);
 	}
 	release_sock(sk);
-	if (id) {
-		rdma_destroy_id(id);
-		sock_put(sk);
-	}
+	afrdma_cm_put_id(sk, id);
 	sock_put(sk);
 }
 
