@@ -206,6 +206,18 @@ stream_up()
 	return 1
 }
 
+# stream_flowing NAME: start a 64 MiB stream and wait until an RC QP
+# carries it; a failure of NAME if none does.
+stream_flowing()
+{
+	stream_start 64M
+	stream_up && return 0
+	stream_stop
+	stream_wait
+	tap_result fail "$1"
+	return 1
+}
+
 # stream_stop: end the stream started last.  timeout(1) passes SIGTERM on
 # to afrdma-perf; SIGKILL follows for one that ignores it.
 stream_stop()
@@ -488,13 +500,7 @@ rxe_heal()
 	done
 	gsi_broken || return 0
 	msg "$name: rxe0's QP1 is broken; recreating rxe0"
-	rdma link delete rxe0
-	rdma link add rxe0 type rxe netdev "$nic"
-	for _ in $(seq 100); do
-		grep -q ACTIVE /sys/class/infiniband/rxe0/ports/1/state 2>/dev/null &&
-			break
-		sleep 0.1
-	done
+	rxe_renew
 }
 
 # rxe_renew: rxe0 deleted and added again (its QP numbers start afresh).
@@ -523,13 +529,7 @@ stale_qpn()
 	local name=stale_qpn_connect retries0
 
 	rxe_renew
-	stream_start 64M
-	if ! stream_up; then
-		stream_stop
-		stream_wait
-		tap_result fail "$name"
-		return
-	fi
+	stream_flowing "$name" || return
 	sleep 1
 	ip link set dev "$nic" down
 	rdma link delete rxe0
@@ -590,13 +590,7 @@ stale_peer()
 {
 	local name=stale_peer_connect
 
-	stream_start 64M
-	if ! stream_up; then
-		stream_stop
-		stream_wait
-		tap_result fail "$name"
-		return
-	fi
+	stream_flowing "$name" || return
 	sleep 1
 	ip link set dev "$nic" down
 	pkill -KILL -P "$spid"
