@@ -185,7 +185,7 @@ void afrdma_sk_destroy_child(struct sock *sk)
 	lock_sock(sk);
 	id = afrdma_cm_take_id(sk);
 	if (id && sk->sk_state == TCP_ESTABLISHED)
-		rdma_disconnect(id);
+		afrdma_conn_disconnect(sk, id);
 	if (ars->conn)
 		afrdma_conn_teardown(ars->conn);
 	afrdma_set_state(sk, TCP_CLOSE);
@@ -1055,7 +1055,7 @@ static int afrdma_release(struct socket *sock)
 			return 0;
 		}
 		if (ars->cm_id)
-			rdma_disconnect(ars->cm_id);
+			afrdma_conn_disconnect(sk, ars->cm_id);
 	}
 	if (!id)
 		id = afrdma_cm_take_id(sk);

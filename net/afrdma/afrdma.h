@@ -281,6 +281,7 @@ struct afrdma_conn {
 	bool			fin_pending;	/* shut down, FIN not yet sent */
 	bool			fin_sent;
 	bool			dead;		/* device gone or fatal error */
+	bool			peer_gone;	/* peer's DREQ: flushes are no error */
 	bool			torn;		/* resources released */
 	bool			tx_filling;	/* owner copying into open slot */
 	bool			tx_push;	/* post open slot regardless */
@@ -509,6 +510,7 @@ void afrdma_conn_params(const struct afrdma_conn *conn,
 			struct afrdma_cm_params *own);
 int afrdma_conn_start(struct afrdma_conn *conn,
 		      const struct afrdma_cm_params *peer);
+void afrdma_conn_disconnect(struct sock *sk, struct rdma_cm_id *id);
 void afrdma_conn_abort(struct sock *sk, int err);
 void afrdma_conn_fatal(struct afrdma_conn *conn, int err);
 void afrdma_conn_want_rx(struct afrdma_conn *conn);

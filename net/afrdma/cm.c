@@ -379,6 +379,12 @@ static void afrdma_cm_disconnected(struct sock *sk)
 	struct afrdma_conn *conn = ars->conn;
 	bool fin = false;
 
+	/* The receives our disconnect flushes are this reset, counted below. */
+	if (conn) {
+		spin_lock_bh(&conn->lock);
+		WRITE_ONCE(conn->peer_gone, true);
+		spin_unlock_bh(&conn->lock);
+	}
 	rdma_disconnect(ars->cm_id);
 	if (conn && !conn->torn && conn->qp) {
 		ib_drain_qp(conn->qp);

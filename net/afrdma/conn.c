@@ -603,6 +603,21 @@ void afrdma_conn_free(struct afrdma_conn *conn)
 }
 
 /*
+ * Our own disconnect of @sk (a reset, or a child never accepted): the
+ * connection stops first, so that the receives the disconnect flushes are
+ * not taken for the peer breaking it (a second reset and a completion
+ * error).  The socket is locked; @id is alive.
+ */
+void afrdma_conn_disconnect(struct sock *sk, struct rdma_cm_id *id)
+{
+	struct afrdma_conn *conn = afrdma_sk(sk)->conn;
+
+	if (conn && !conn->torn)
+		afrdma_tx_stop(conn);
+	rdma_disconnect(id);
+}
+
+/*
  * Resets @sk's connection from outside the socket calls (device removal):
  * blocked callers wake with @err.  Process context.
  */
@@ -615,7 +630,7 @@ void afrdma_conn_abort(struct sock *sk, int err)
 	conn = ars->conn;
 	if (conn && !conn->torn) {
 		if (ars->cm_id && sk->sk_state == TCP_ESTABLISHED)
-			rdma_disconnect(ars->cm_id);
+			afrdma_conn_disconnect(sk, ars->cm_id);
 		afrdma_inc_stats(sk, AFRDMA_MIB_RESETS);
 		afrdma_trace_reset(sk, err, AFRDMA_RST_DEVICE);
 		afrdma_conn_teardown(conn);

@@ -58,13 +58,16 @@ void afrdma_rx_done(struct ib_cq *cq, struct ib_wc *wc)
 		 * RDMA WRITE it had no right to for one (rxe raises no QP
 		 * event); on an established connection without FIN that is
 		 * a reset.  Our own drains of established connections end
-		 * the same way, but for a graceful close (dead by then: the
-		 * flushes are no error); a failed connect's drain must leave
-		 * its own error (ECONNREFUSED, ...) alone.
+		 * the same way, but for a graceful close or our own reset
+		 * (dead by then: the flushes are no error) and the peer's
+		 * disconnect (peer_gone: afrdma_cm_disconnected() counts
+		 * it); a failed connect's drain must leave its own error
+		 * (ECONNREFUSED, ...) alone.
 		 */
 		if (wc->status != IB_WC_WR_FLUSH_ERR ||
 		    (READ_ONCE(sk->sk_state) == TCP_ESTABLISHED &&
-		     !READ_ONCE(conn->fin_rcvd) && !READ_ONCE(conn->dead))) {
+		     !READ_ONCE(conn->fin_rcvd) && !READ_ONCE(conn->dead) &&
+		     !READ_ONCE(conn->peer_gone))) {
 			pr_debug("receive failed: %s\n",
 				 ib_wc_status_msg(wc->status));
 			afrdma_inc_stats(sk, AFRDMA_MIB_COMPLETION_ERRORS);
