@@ -30,6 +30,7 @@ import re
 import sys
 
 OUT_LINES = 15		# of a test's own output
+OUT_HEAD = 6		# of those, from the failed subtest's start
 KERNEL_LINES = 15	# of the kernel log while it ran
 NOT_OK_LINES = 5
 LINE_WIDTH = 200
@@ -147,20 +148,29 @@ class Window:
         return any(is_not_ok(l) for l in self.out)
 
     def excerpt(self):
-        """The test's own output up to its first failure: OUT_LINES lines
-        at most, none from before the result line of the subtest ahead of
-        it.  Without a "not ok" line, its last OUT_LINES lines."""
+        """The failed subtest's own output: from the result line of the
+        subtest ahead of it to its first "not ok", its first OUT_HEAD and
+        last OUT_LINES - OUT_HEAD lines when longer (what it set out to do,
+        and how it ended: a failure after many lines of counters must not
+        hide its start).  Without a "not ok" line, the last OUT_LINES."""
         out = [l for l in self.out if l.strip()]
         first = next((i for i, l in enumerate(out) if is_not_ok(l)), None)
         if first is None:
             return tail(out, OUT_LINES, "its output")
-        start = max(0, first - OUT_LINES + 1)
-        for i in range(first - 1, start - 1, -1):
+        start = 0
+        for i in range(first - 1, -1, -1):
             if RESULT.match(out[i]):
                 start = i + 1
                 break
-        return ("its output up to the first not ok (%d of %s):"
-                % (first + 1 - start, lines_(len(out))), out[start:first + 1])
+        own = out[start:first + 1]
+        title = "its output up to the first not ok"
+        if len(own) <= OUT_LINES:
+            return "%s (%s):" % (title, lines_(len(own))), own
+        cut = len(own) - OUT_LINES
+        return ("%s (first %d and last %d of %s):"
+                % (title, OUT_HEAD, OUT_LINES - OUT_HEAD, lines_(len(own))),
+                own[:OUT_HEAD] + ["... %s cut ..." % lines_(cut)]
+                + own[-(OUT_LINES - OUT_HEAD):])
 
 
 def console_windows(con):
