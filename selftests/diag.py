@@ -5,17 +5,22 @@
 # -j` reads it: every socket with its state, transport, fallback reason and
 # ports, RDMA and fallen-back TCP connections alike; ss's state and port
 # filters; a dump of more sockets than fit one netlink message lists each
-# once; another namespace's sockets stay out; another user reads QP 0.
+# once; another namespace's sockets stay out (of /proc/net/afrdma too);
+# another user reads QP 0.  Under churn, /proc/net/afrdma read in small
+# pieces and the dump each list every socket that lives throughout once.
 # And `afrdma stats -j`, the counters over generic netlink, per namespace,
 # and `afrdma devices`, the RDMA devices over the same family, with the
 # namespace's connections on each.
 # Runs as root; prints TAP.
 
+import collections
 import json
 import os
+import random
 import socket
 import subprocess
 import sys
+import threading
 import time
 
 from afrdma_tap import param, tap
@@ -80,6 +85,8 @@ class Sockets:
         for x in (self.fb_cli, self.fb_srv):
             assert x.getsockopt(SOL_RDMA, AFRDMA_TRANSPORT) == TRANSPORT_TCP
         self.unbound = self.sock(AF_RDMA, 0)
+        self.rdma = [self.lsn, self.cli, self.srv, self.lsn6, self.fb_cli,
+                     self.fb_srv, self.unbound]
 
     def sock(self, family, proto):
         s = socket.socket(family, socket.SOCK_STREAM, proto)
@@ -177,6 +184,114 @@ def many():
             s.close()
 
 
+def proc_inodes(netns=None):
+    """/proc/net/afrdma's inodes in file order, read 1 KiB at a time: the
+    kernel picks up its walk again every few lines."""
+    if netns:
+        out = subprocess.run(["ip", "netns", "exec", netns, "cat",
+                              "/proc/net/afrdma"], check=True,
+                             capture_output=True).stdout
+    else:
+        fd = os.open("/proc/net/afrdma", os.O_RDONLY)
+        try:
+            out = b"".join(iter(lambda: os.read(fd, 1024), b""))
+        finally:
+            os.close(fd)
+    lines = out.decode().splitlines()
+    assert lines and lines[0].startswith("state local remote "), lines[:1]
+    return [int(ln.split()[7]) for ln in lines[1:]]
+
+
+def listing_faults(seen, want):
+    """What is wrong with a listing @seen of inodes that should hold each
+    of @want once: missing, twice, or any socket (with a file) twice."""
+    count = collections.Counter(i for i in seen if i)
+    missing = [i for i in want if count[i] == 0]
+    twice = [i for i, n in count.items() if n > 1]
+    return len(missing), len(twice)
+
+
+def proc_churn():
+    """A thread opens and closes afrdma sockets without pause, and every
+    10 ms closes one of those made in between the long-lived ones (a walk
+    that went on by position would skip sockets then); meanwhile every
+    read of /proc/net/afrdma (in small pieces) and every `afrdma ss -a`
+    dump lists each long-lived socket exactly once, and no socket twice."""
+    LONG = 150
+    keep, between, pool = [], [], collections.deque()
+
+    def new(i):
+        if i % 5 == 4:
+            return socket.socket(AF_RDMA, socket.SOCK_STREAM, 0)
+        s = socket.socket(socket.AF_INET, socket.SOCK_STREAM, RDMA)
+        if i % 10 == 0:
+            s.bind((ADDR, 0))
+            s.listen(1)
+        return s
+
+    stop, errors, turns = threading.Event(), [], [0]
+
+    def churn():
+        rnd = random.Random(17)
+        due = time.monotonic()
+        try:
+            while not stop.is_set():
+                pool.append(new(turns[0]))
+                if len(pool) > 50:
+                    pool.popleft().close()
+                turns[0] += 1
+                if between and time.monotonic() >= due:
+                    between.pop(rnd.randrange(len(between))).close()
+                    due += 0.01
+        except Exception as e:  # reported by the main thread
+            errors.append(e)
+
+    t = threading.Thread(target=churn)
+    try:
+        for i in range(LONG):
+            keep.append(new(i))
+            between.append(new(i + 1))
+            between.append(new(i + 2))
+        want = [ino(s) for s in keep + S.rdma]
+        bad = {"proc": [0, 0, 0], "dump": [0, 0, 0]}  # listings, missed, twice
+
+        def check(kind, seen):
+            missing, twice = listing_faults(seen, want)
+            b = bad[kind]
+            b[0] += bool(missing or twice)
+            b[1] += missing
+            b[2] += twice
+
+        proc_reads = dumps = 0
+        t.start()
+        end = time.monotonic() + 5
+        while (between and t.is_alive()) or dumps < 10 or \
+                time.monotonic() < end:
+            assert time.monotonic() < end + 120, "churn too slow"
+            for _ in range(4):
+                check("proc", proc_inodes())
+                proc_reads += 1
+            check("dump", [e["inode"] for e in ss("-a")])
+            dumps += 1
+        stop.set()
+        t.join(30)
+        assert not errors, errors
+        print(f"# {turns[0]} sockets churned; {proc_reads} reads of "
+              f"/proc/net/afrdma, {dumps} dumps, {len(want)} long-lived; "
+              f"wrong listings, sockets missed, sockets twice: {bad}")
+        assert bad == {"proc": [0, 0, 0], "dump": [0, 0, 0]}, bad
+        # Quiet again: both list the same sockets, once closes are done.
+        wait_for(lambda: sorted(proc_inodes()) ==
+                 sorted(e["inode"] for e in ss("-a")), "/proc and dump agree",
+                 timeout=30)
+    finally:
+        stop.set()
+        if t.is_alive():
+            t.join(30)
+        for s in keep + between + list(pool):
+            s.close()
+
+
 def other_netns():
     """A socket of another network namespace is listed there, not here."""
     subprocess.run(["ip", "netns", "add", NETNS], check=True)
@@ -197,6 +312,12 @@ def other_netns():
         there = by_ino(json.loads(out))
         assert theirs in there, there
         assert ino(S.cli) not in there, "this netns's socket shown there"
+        # /proc/net/afrdma alike, here and there
+        assert theirs not in proc_inodes(), "another netns's socket in /proc"
+        there = proc_inodes(NETNS)
+        assert theirs in there, there
+        mine = {ino(s) for s in S.rdma}
+        assert not mine & set(there), "this netns's sockets in its /proc"
     finally:
         if child:
             child.stdin.write("\n")
@@ -353,7 +474,8 @@ if __name__ == "__main__":
     S = Sockets()
     try:
         rc = tap([("listed", listed), ("filters", filters), ("many", many),
-                  ("other_netns", other_netns), ("qpn_hidden", qpn_hidden),
+                  ("proc_churn", proc_churn), ("other_netns", other_netns),
+                  ("qpn_hidden", qpn_hidden),
                   ("stats", stats), ("devices", devices)])
     finally:
         S.close()

@@ -82,9 +82,14 @@ static void afrdma_sk_destruct(struct sock *sk)
 	ars->base_destruct(sk);
 }
 
+/*
+ * Fails only before it changes anything a destructor would undo: @sk still
+ * has its base destructor, and its creator frees it as one never set up.
+ */
 static int afrdma_init_sock(struct sock *sk)
 {
 	struct afrdma_sock *ars = afrdma_sk(sk);
+	int err;
 
 	sock_lock_init_class_and_name(sk, "slock-AF_RDMA", &afrdma_slock_key,
 				      "sk_lock-AF_RDMA", &afrdma_sk_lock_key);
@@ -93,7 +98,9 @@ static int afrdma_init_sock(struct sock *sk)
 	afrdma_fb_timer_init(sk);
 	afrdma_cm_resolve_init(sk);
 	INIT_DELAYED_WORK(&ars->orphan_work, afrdma_orphan_work);
-	afrdma_diag_add(sk);
+	err = afrdma_diag_add(sk);
+	if (err)
+		return err;
 	afrdma_zc_init(sk);
 	WRITE_ONCE(ars->fallback, READ_ONCE(afrdma_net(sock_net(sk))->fallback));
 	if (sk->sk_destruct != afrdma_sk_destruct)
@@ -167,12 +174,17 @@ struct sock *afrdma_sk_clone(struct sock *parent)
 	if (sock_flag(parent, SOCK_ZEROCOPY))
 		sock_set_flag(sk, SOCK_ZEROCOPY);
 	sk->sk_destruct = afrdma_sk(parent)->base_destruct;
-	afrdma_init_sock(sk);
-	afrdma_sockopt_clone(sk, parent);
 #if IS_ENABLED(CONFIG_IPV6)
+	/* Before anything may free it: inet6_sock_destruct() follows it. */
 	if (sk->sk_family == AF_INET6)
 		inet_sk(sk)->pinet6 = &((struct afrdma6_sock *)sk)->inet6;
 #endif
+	if (afrdma_init_sock(sk)) {
+		/* Dead and closed, as inet_sock_destruct() wants it */
+		sk_common_release(sk);
+		return NULL;
+	}
+	afrdma_sockopt_clone(sk, parent);
 	return sk;
 }
 
@@ -380,9 +392,9 @@ static struct rdma_cm_id *afrdma_connect_renew(struct sock *sk)
 	if (conn) {
 		afrdma_conn_teardown(conn);
 		/* /proc/net/afrdma reads it under this lock alone. */
-		spin_lock_bh(&afrdma_socks_lock);
+		xa_lock_bh(afrdma_diag_socks(sk));
 		ars->conn = NULL;
-		spin_unlock_bh(&afrdma_socks_lock);
+		xa_unlock_bh(afrdma_diag_socks(sk));
 		afrdma_conn_free(conn);
 	}
 	id = afrdma_cm_take_id(sk);
@@ -1227,6 +1239,7 @@ static int afrdma_create(struct net *net, struct socket *sock, int protocol,
 			 int kern)
 {
 	struct sock *sk;
+	int err;
 
 	if (sock->type != SOCK_STREAM)
 		return -ESOCKTNOSUPPORT;
@@ -1240,7 +1253,13 @@ static int afrdma_create(struct net *net, struct socket *sock, int protocol,
 	sock->ops = &afrdma_family_ops;
 	sock_init_data(sock, sk);
 	sk->sk_protocol = afrdma_ipproto;
-	afrdma_init_sock(sk);
+	err = afrdma_init_sock(sk);
+	if (err) {
+		/* As inet_create() when its protocol's init fails */
+		sk_common_release(sk);
+		sock->sk = NULL;
+		return err;
+	}
 	return 0;
 }
 

@@ -12,6 +12,7 @@
 #include <linux/spinlock.h>
 #include <linux/workqueue.h>
 #include <linux/timer.h>
+#include <linux/xarray.h>
 #include <net/inet_sock.h>
 #include <net/sock.h>
 #include <net/tcp.h>
@@ -126,6 +127,14 @@ struct afrdma_net {
 	int			max_orphans;
 	atomic_t		conns;		/* RDMA connections with resources */
 	atomic_t		orphans;	/* closed, still delivering */
+	/*
+	 * The namespace's afrdma sockets by diag_id, from init to destruct
+	 * (diag.c).  Its lock, a BH one, also guards each socket's diag_*
+	 * snapshot and its ->tcp and ->conn pointers for readers without the
+	 * socket lock.  @socks_next, xa_alloc_cyclic()'s, is under it too.
+	 */
+	struct xarray		socks;
+	u32			socks_next;
 	struct ctl_table_header	*sysctl;
 	struct afrdma_mib __percpu *mib;
 };
@@ -311,7 +320,7 @@ struct afrdma_conn {
 struct afrdma_sock {
 	struct inet_sock	inet;
 	struct rdma_cm_id	*cm_id;
-	struct afrdma_conn	*conn;
+	struct afrdma_conn	*conn;		/* cleared under socks lock too */
 	struct sock		*parent;	/* handshake in progress */
 	struct list_head	accept_node;
 	struct list_head	accept_q;	/* listener: ready to accept */
@@ -327,7 +336,8 @@ struct afrdma_sock {
 	/*
 	 * TCP: the socket carrying a fallen-back connection, or a listener's
 	 * (or bound socket's) TCP side on the same port.  Its callbacks are
-	 * ours while it is attached; the originals are saved here.
+	 * ours while it is attached; the originals are saved here.  Set and
+	 * cleared under the socks lock too, for readers without ours.
 	 */
 	struct socket		*tcp;
 	void			(*tcp_state_change)(struct sock *sk);
@@ -359,8 +369,11 @@ struct afrdma_sock {
 	struct delayed_work	orphan_work;
 	unsigned long		orphan_end;	/* jiffies */
 	bool			orphan;		/* lockless reads too */
-	/* /proc/net/afrdma: under diag.c's list lock, not the socket lock */
-	struct list_head	diag_node;
+	/*
+	 * The listing (diag.c): @diag_id is fixed from init to destruct; the
+	 * rest is under the namespace's socks lock, not the socket lock.
+	 */
+	u32			diag_id;
 	struct sockaddr_storage	diag_src;
 	struct sockaddr_storage	diag_dst;
 	u32			diag_qpn;
@@ -437,12 +450,16 @@ static inline void afrdma_add_stats(const struct sock *sk,
 	this_cpu_add(afrdma_net(sock_net(sk))->mib->mibs[field], val);
 }
 
-/* diag.c; the lock also guards ars->tcp for readers without the socket lock */
-extern spinlock_t afrdma_socks_lock;
-extern struct list_head afrdma_socks;
+/* diag.c */
+/* @sk's namespace's index, whose lock guards what struct afrdma_net says */
+static inline struct xarray *afrdma_diag_socks(const struct sock *sk)
+{
+	return &afrdma_net(sock_net(sk))->socks;
+}
 
-void afrdma_diag_add(struct sock *sk);
+int afrdma_diag_add(struct sock *sk);
 void afrdma_diag_del(struct sock *sk);
+struct sock *afrdma_diag_find(const struct net *net, u32 *id);
 void afrdma_diag_set_tcp(struct sock *sk, struct socket *tcp);
 void afrdma_diag_set_names(struct sock *sk, const struct sockaddr *src,
 			   const struct sockaddr *dst);

@@ -244,9 +244,9 @@ static void afrdma_cm_retry_work(struct work_struct *work)
 	conn = ars->conn;
 	if (conn) {
 		/* /proc/net/afrdma reads it under this lock alone. */
-		spin_lock_bh(&afrdma_socks_lock);
+		xa_lock_bh(afrdma_diag_socks(sk));
 		ars->conn = NULL;
-		spin_unlock_bh(&afrdma_socks_lock);
+		xa_unlock_bh(afrdma_diag_socks(sk));
 		afrdma_conn_free(conn);
 	}
 	err = afrdma_cm_create_id(sk);

@@ -402,18 +402,19 @@ void afrdma_fb_unlisten(struct sock *sk)
 
 /*
  * A plain TCP client waits on the listener's TCP side.  Without the socket
- * lock (poll, accept's wait): afrdma_socks_lock keeps ars->tcp alive.
+ * lock (poll, accept's wait): the diag socks lock keeps ars->tcp alive.
  */
 bool afrdma_fb_acceptable(const struct sock *sk)
 {
+	struct xarray *socks = afrdma_diag_socks(sk);
 	struct socket *tcp;
 	bool ready = false;
 
-	spin_lock_bh(&afrdma_socks_lock);
+	xa_lock_bh(socks);
 	tcp = afrdma_sk(sk)->tcp;
 	if (tcp && READ_ONCE(tcp->sk->sk_state) == TCP_LISTEN)
 		ready = !reqsk_queue_empty(&inet_csk(tcp->sk)->icsk_accept_queue);
-	spin_unlock_bh(&afrdma_socks_lock);
+	xa_unlock_bh(socks);
 	return ready;
 }
 

@@ -7,11 +7,11 @@
  * The request, message and attributes are in <linux/afrdma.h>; what they
  * show is what /proc/net/afrdma shows (diag.c), QP numbers hidden alike.
  *
- * A dump walks diag.c's socket list under its lock, one chunk per skb, the
- * requester's namespace only.  Between chunks it holds a reference on the
- * socket the next chunk starts at: that keeps the socket, and with it its
- * place on the list, until the walk goes on from there, so a chunk costs
- * the sockets it looks at, not a rescan from the head.
+ * A dump walks the requester's namespace's socket index (diag.c) up the
+ * socket ids, one chunk per skb.  Between chunks it keeps only the id the
+ * next chunk starts at, no socket: the next chunk goes on from that id
+ * whatever came or went meanwhile, so a chunk costs the sockets it
+ * returns, not a rescan from the start.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -25,8 +25,8 @@
 
 /* cb->args[] of a dump */
 enum {
-	AFRDMA_NLD_NEXT,	/* held socket the next chunk starts at */
-	AFRDMA_NLD_END,		/* the walk reached the end of the list */
+	AFRDMA_NLD_NEXT,	/* socket id the next chunk starts at */
+	AFRDMA_NLD_END,		/* the walk reached the end of the index */
 	AFRDMA_NLD_ADMIN,	/* the requester sees every QP number */
 	AFRDMA_NLD_FSUID,	/* ... or those of its own sockets */
 };
@@ -40,7 +40,7 @@ static bool afrdma_nld_match(struct sock *sk, const struct afrdma_diag_req *req)
 		return false;
 	if (req->adiag_states && !(req->adiag_states & (1U << state)))
 		return false;
-	/* sin_port and sin6_port are at the same place; diag.c's lock held */
+	/* sin_port and sin6_port are at the same place; socks lock held */
 	if (req->adiag_sport &&
 	    req->adiag_sport != ((const struct sockaddr_in *)&ars->diag_src)->sin_port)
 		return false;
@@ -98,7 +98,7 @@ static int afrdma_nld_put_conn(struct sk_buff *skb, struct sock *sk,
 	return 0;
 }
 
-/* One socket's message.  diag.c's list lock held: the names are stable. */
+/* One socket's message.  The socks lock held: the names are stable. */
 static int afrdma_nld_fill(struct sk_buff *skb, struct netlink_callback *cb,
 			   struct sock *sk)
 {
@@ -155,42 +155,31 @@ cancel:
 
 static int afrdma_nld_dump(struct sk_buff *skb, struct netlink_callback *cb)
 {
-	struct sock *held = (struct sock *)cb->args[AFRDMA_NLD_NEXT];
 	const struct afrdma_diag_req *req = nlmsg_data(cb->nlh);
 	struct net *net = sock_net(skb->sk);
-	struct list_head *pos;
+	u32 id = cb->args[AFRDMA_NLD_NEXT];
+	struct xarray *socks;
 	struct sock *sk;
+	int err;
 
 	if (cb->args[AFRDMA_NLD_END])
 		return 0;
-	spin_lock_bh(&afrdma_socks_lock);
-	pos = held ? &afrdma_sk(held)->diag_node : afrdma_socks.next;
-	for (; pos != &afrdma_socks; pos = pos->next) {
-		sk = &list_entry(pos, struct afrdma_sock, diag_node)->inet.sk;
-		if (!net_eq(sock_net(sk), net) || !afrdma_nld_match(sk, req))
-			continue;
-		if (afrdma_nld_fill(skb, cb, sk))
-			break;
+	socks = &afrdma_net(net)->socks;
+	while ((sk = afrdma_diag_find(net, &id))) {
+		xa_lock_bh(socks);
+		err = afrdma_nld_match(sk, req) ? afrdma_nld_fill(skb, cb, sk) : 0;
+		xa_unlock_bh(socks);
+		/* Outside the lock: the last reference frees, and that takes it. */
+		sock_put(sk);
+		if (err) {
+			/* The skb is full: this socket starts the next chunk. */
+			cb->args[AFRDMA_NLD_NEXT] = id;
+			return skb->len;
+		}
+		/* Ids are 31 bits (diag.c): one more still fits. */
+		id++;
 	}
-	/*
-	 * The skb is full at @pos: hold the first socket from there that is
-	 * not being freed (one that is would be gone before we looked again).
-	 */
-	for (; pos != &afrdma_socks; pos = pos->next) {
-		sk = &list_entry(pos, struct afrdma_sock, diag_node)->inet.sk;
-		if (refcount_inc_not_zero(&sk->sk_refcnt))
-			break;
-	}
-	if (pos == &afrdma_socks) {
-		cb->args[AFRDMA_NLD_NEXT] = 0;
-		cb->args[AFRDMA_NLD_END] = 1;
-	} else {
-		cb->args[AFRDMA_NLD_NEXT] = (long)sk;
-	}
-	spin_unlock_bh(&afrdma_socks_lock);
-	/* Outside the lock: the last reference frees, and that takes it. */
-	if (held)
-		sock_put(held);
+	cb->args[AFRDMA_NLD_END] = 1;
 	return skb->len;
 }
 
@@ -206,22 +195,11 @@ static int afrdma_nld_start(struct netlink_callback *cb)
 	return 0;
 }
 
-static int afrdma_nld_done(struct netlink_callback *cb)
-{
-	struct sock *held = (struct sock *)cb->args[AFRDMA_NLD_NEXT];
-
-	if (held)
-		sock_put(held);
-	cb->args[AFRDMA_NLD_NEXT] = 0;
-	return 0;
-}
-
 static int afrdma_nld_handler_dump(struct sk_buff *skb, struct nlmsghdr *nlh)
 {
 	struct netlink_dump_control c = {
 		.start	= afrdma_nld_start,
 		.dump	= afrdma_nld_dump,
-		.done	= afrdma_nld_done,
 		.module	= THIS_MODULE,
 	};
 
