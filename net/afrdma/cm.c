@@ -559,6 +559,12 @@ static int afrdma_cm_request(struct sock *lsk, struct rdma_cm_id *id,
 	if (!sk)
 		goto reject;
 	ars = afrdma_sk(sk);
+	/*
+	 * Once attached to its device the connection can be reset by the
+	 * device's removal (afrdma_conn_abort() locks the child): hold the
+	 * child until it is accepted or dropped.
+	 */
+	lock_sock_nested(sk, SINGLE_DEPTH_NESTING);
 	afrdma_set_state(sk, TCP_SYN_RECV);
 	/* In rdma_cm's worker: charge the listener's owner. */
 	conn = afrdma_conn_create(sk, id, peer.flags & AFRDMA_CM_GROW,
@@ -584,12 +590,14 @@ static int afrdma_cm_request(struct sock *lsk, struct rdma_cm_id *id,
 	ars->parent = lsk;
 	sock_hold(lsk);
 	lars->pending_len++;
+	release_sock(sk);
 	release_sock(lsk);
 	return 0;
 
 drop:
 	afrdma_set_state(sk, TCP_CLOSE);
 	sock_set_flag(sk, SOCK_DEAD);
+	release_sock(sk);
 	sock_put(sk);
 reject:
 	release_sock(lsk);

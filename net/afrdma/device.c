@@ -132,9 +132,15 @@ static void afrdma_remove_one(struct ib_device *ibdev, void *client_data)
 	struct afrdma_conn *conn;
 
 	trace_afrdma_device_remove(ibdev);
+	/*
+	 * Unpublished under the mutex: afrdma_device_get() must not find
+	 * @dev once it is freed below (ib_core clears its slot only after we
+	 * return).
+	 */
 	mutex_lock(&afrdma_devices_mutex);
 	WRITE_ONCE(dev->removing, true);
 	list_del(&dev->node);
+	ib_set_client_data(ibdev, &afrdma_ib_client, NULL);
 	mutex_unlock(&afrdma_devices_mutex);
 
 	/*
