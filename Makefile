@@ -19,7 +19,8 @@
 #   make ci [CI_DEBUG=0]          what .ci/run runs: check, then check-debug
 #                                 DEBUG_TESTS=quick; one summary line
 #   make stress                   the whole check at full size: 10,000 churn cycles,
-#                                 1024 connections, 64 MiB wire streams
+#                                 1024 connections, 100 device removals under
+#                                 churn, 64 MiB wire streams
 #   make demo                     echo and transfer over AF_RDMA beside TCP
 #   make bench [KREL=...]         afrdma vs raw verbs, TCP and rsockets in a VM:
 #                                 table, build/bench/bench.{json,md,png}
@@ -135,9 +136,10 @@ check-kcsan:
 ci:
 	@./tools/testing/ci
 
-# The whole check, with the load, churn and wire tests at full size.
+# The whole check, with the load, churn, device churn and wire tests at
+# full size.
 stress:
-	@CHECK_ENV="AFRDMA_STRESS=1 AFRDMA_CHURN=10000 AFRDMA_CONNS=1024" \
+	@CHECK_ENV="AFRDMA_STRESS=1 AFRDMA_CHURN=10000 AFRDMA_CONNS=1024 AFRDMA_DEVCHURN=100" \
 		CHECK_TIMEOUT=14400 WIRE_SIZE=64M ./tools/testing/check $(CHECK_KRELS)
 
 demo:
