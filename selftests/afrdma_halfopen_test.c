@@ -14,6 +14,8 @@
  *   half-open bound (net.afrdma.half_open_timeout_ms, TIMEOUT_MS here).
  * rtu_withhold: one such request: its connection is dropped after the
  *   bound while the attacker still holds its side.
+ * listener_bound: with net.afrdma.max_half_open below the per-peer bound,
+ *   64 requests hold no more than it.
  *
  * Each case first waits for what earlier tests left to drain.  Prints TAP.
  */
@@ -284,6 +286,7 @@ FIXTURE(halfopen) {
 	int		lfd;
 	unsigned short	port;
 	int		timeout0;	/* half_open_timeout_ms to restore */
+	int		max0;		/* max_half_open to restore */
 	int		per_peer;
 	char		dev[32];
 	long long	kmem0;
@@ -304,6 +307,7 @@ FIXTURE_SETUP(halfopen)
 	ASSERT_LT(0, self->kmem0);
 
 	self->per_peer = afrdma_sysctl("half_open_per_peer", -1);
+	self->max0 = afrdma_sysctl("max_half_open", -1);
 	self->timeout0 = afrdma_sysctl("half_open_timeout_ms", -1);
 	if (self->timeout0 < 0 || self->per_peer < 0) {
 		/* Without the bounds: the checks below say what happens. */
@@ -333,6 +337,8 @@ FIXTURE_TEARDOWN(halfopen)
 		ip_addr2("del", self->dev);
 	if (self->timeout0 > 0)
 		afrdma_sysctl("half_open_timeout_ms", self->timeout0);
+	if (self->max0 > 0)
+		afrdma_sysctl("max_half_open", self->max0);
 }
 
 struct watch {
@@ -357,10 +363,10 @@ TEST_F_TIMEOUT(halfopen, req_flood, 300)
 {
 	long long drops0 = stat0("HalfOpenDrops"), tos0 = stat0("HalfOpenTimeouts");
 	struct watch w = { 0, 0, self->kmem0 };
+	long long k = 0, k1, half;
 	double t0, t, took = 0;
 	bool sent = false;
 	int logfd, st, err;
-	long long k = 0;
 	pid_t pid;
 
 	logfd = memfd_create("flood-log", 0);
@@ -395,6 +401,13 @@ TEST_F_TIMEOUT(halfopen, req_flood, 300)
 	     stat0("HalfOpenTimeouts") == tos0; usleep(500000))
 		watch(&w);
 	watch(&w);
+
+	/* Again, while the flooder's CM sends its 4,000 requests again. */
+	err = legit_client(self->lfd, self->port, &took);
+	EXPECT_EQ(0, err) TH_LOG("legitimate client, again: %s", strerror(err));
+	TH_LOG("legitimate client again, under the requests sent again: %s, connect took %.2f s",
+	       err ? strerror(err) : "connected over RDMA, data both ways", took);
+	watch(&w);
 	EXPECT_LT(tos0, stat0("HalfOpenTimeouts"));
 	EXPECT_LT(drops0, stat0("HalfOpenDrops"));
 	EXPECT_GE(self->per_peer, w.half_max);
@@ -412,10 +425,17 @@ TEST_F_TIMEOUT(halfopen, req_flood, 300)
 	for (t0 = now(); now() - t0 < scale(60) && !log_has(logfd, "cancelled");)
 		usleep(250000);
 	TH_LOG("the flooder cancelled its unanswered requests in %.1f s", now() - t0);
+	half = afrdma_stat("CurrHalfOpen");
+	k1 = kmem();
 	for (t0 = now(); now() - t0 < scale(TIMEOUT_MS / 1000.0 + TIMEOUT_SLACK); usleep(250000))
 		if (rc_qps() == 0 && afrdma_stat("CurrConnections") <= 0)
 			break;
 	t = now() - t0;
+	k = kmem();
+	/* Rough: kernel memory moves in batches. */
+	if (half > 0)
+		TH_LOG("%lld half-open connections freed: kernel memory -%lld KiB, about %lld KiB each",
+		       half, (k1 - k) >> 10, (k1 - k) / half >> 10);
 	EXPECT_EQ(0, rc_qps()) TH_LOG("RC QPs left %.1f s after the requests stopped", t);
 	EXPECT_GE(0, afrdma_stat("CurrConnections"));
 	EXPECT_GE(0, afrdma_stat("CurrHalfOpen"));
@@ -480,6 +500,46 @@ TEST_F_TIMEOUT(halfopen, rtu_withhold, 120)
 	show_log(logfd);
 	close(logfd);
 	EXPECT_EQ(0, st);
+}
+
+TEST_F_TIMEOUT(halfopen, listener_bound, 120)
+{
+	int logfd, st, half_max = 0, qps_max = 0, h, q;
+	long long tos0 = stat0("HalfOpenTimeouts");
+	double t0;
+	pid_t pid;
+
+	if (self->max0 < 0)
+		TH_LOG("no net.afrdma.max_half_open: the listener takes 64");
+	else
+		ASSERT_EQ(4, afrdma_sysctl("max_half_open", 4));
+	logfd = memfd_create("bound-log", 0);
+	ASSERT_LE(0, logfd);
+	pid = start_tool(logfd, "req-flood", self->port, 64, 60);
+	ASSERT_LT(0, pid);
+
+	/* Past a first round of the bound: its requests sent again refill it. */
+	for (t0 = now(); now() - t0 < scale(TIMEOUT_MS / 1000.0 + 4) ||
+	     (stat0("HalfOpenTimeouts") == tos0 && now() - t0 < scale(30));
+	     usleep(250000)) {
+		h = afrdma_stat("CurrHalfOpen");
+		q = rc_qps();
+		if (h > half_max)
+			half_max = h;
+		if (q > qps_max)
+			qps_max = q;
+	}
+	TH_LOG("max_half_open 4: up to %d half-open, %d RC QPs; HalfOpenTimeouts +%lld",
+	       half_max, qps_max, stat0("HalfOpenTimeouts") - tos0);
+	EXPECT_EQ(4, half_max);
+	EXPECT_GE(4, qps_max);
+	EXPECT_LT(tos0, stat0("HalfOpenTimeouts"));
+
+	kill(pid, SIGTERM);
+	st = wait_tool(pid, 30);
+	show_log(logfd);
+	close(logfd);
+	EXPECT_EQ(128, st);
 }
 
 TEST_HARNESS_MAIN
