@@ -119,7 +119,8 @@ netns_separate()
 # that an unprivileged user made: they start no higher than here, a write
 # above this namespace's value fails and leaves the value alone, a write at
 # or below it works.  Here, raising still works.
-limited="rx_slots tx_slots initial_slots slot_size max_connections max_orphans inline_threshold"
+limited="rx_slots tx_slots initial_slots slot_size max_connections max_orphans inline_threshold
+	max_half_open half_open_per_peer half_open_timeout_ms"
 
 userns_sh()
 {

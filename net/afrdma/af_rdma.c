@@ -95,6 +95,7 @@ static int afrdma_init_sock(struct sock *sk)
 				      "sk_lock-AF_RDMA", &afrdma_sk_lock_key);
 	INIT_LIST_HEAD(&ars->accept_node);
 	INIT_LIST_HEAD(&ars->accept_q);
+	INIT_LIST_HEAD(&ars->syn_q);
 	afrdma_fb_timer_init(sk);
 	afrdma_cm_resolve_init(sk);
 	INIT_DELAYED_WORK(&ars->orphan_work, afrdma_orphan_work);
@@ -788,6 +789,7 @@ static struct rdma_cm_id *afrdma_listen_stop(struct sock *sk,
 	struct rdma_cm_id *id;
 
 	afrdma_accept_q_take(sk, children);
+	afrdma_cm_syn_flush(sk);
 	id = afrdma_cm_take_id(sk);
 	ars->bound = false;
 	WRITE_ONCE(ars->tcp_only, false);

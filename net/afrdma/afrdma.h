@@ -40,6 +40,13 @@
 #define AFRDMA_MAX_CONNS	4096
 /* Closed sockets still delivering data, as tcp_max_orphans (af_rdma.c) */
 #define AFRDMA_MAX_ORPHANS	1024
+/*
+ * Accepted connections not yet established (cm.c), as TCP's SYN queue:
+ * per listener, per peer address, and how long one may stay half-open.
+ */
+#define AFRDMA_MAX_HALF_OPEN	128
+#define AFRDMA_HALF_OPEN_PER_PEER	16
+#define AFRDMA_HALF_OPEN_TIMEOUT_MS	30000
 /* Keepalive defaults in seconds and probes, as TCP's */
 #define AFRDMA_KEEPALIVE_TIME	7200
 #define AFRDMA_KEEPALIVE_INTVL	75
@@ -100,6 +107,8 @@ enum afrdma_mib_field {
 	AFRDMA_MIB_ORPHAN_DROPS,	/* closes reset: too many orphans */
 	AFRDMA_MIB_ORPHAN_TIMEOUTS,	/* orphans reset: data not taken in time */
 	AFRDMA_MIB_STALE_RETRIES,	/* connects sent again after a stale REJ */
+	AFRDMA_MIB_HALF_OPEN_DROPS,	/* requests dropped: half-open limits */
+	AFRDMA_MIB_HALF_OPEN_TIMEOUTS,	/* half-open connections timed out */
 	AFRDMA_MIB_MAX
 };
 
@@ -125,8 +134,12 @@ struct afrdma_net {
 	int			inline_threshold; /* payload bytes sent inline */
 	int			rx_zerocopy_min; /* bytes; 0: no SRCAVAIL */
 	int			max_orphans;
+	int			max_half_open;	/* per listener */
+	int			half_open_per_peer;
+	int			half_open_timeout_ms;
 	atomic_t		conns;		/* RDMA connections with resources */
 	atomic_t		orphans;	/* closed, still delivering */
+	atomic_t		half_open;	/* accepted, not yet established */
 	/*
 	 * The namespace's afrdma sockets by diag_id, from init to destruct
 	 * (diag.c).  Its lock, a BH one, also guards each socket's diag_*
@@ -322,10 +335,19 @@ struct afrdma_sock {
 	struct rdma_cm_id	*cm_id;
 	struct afrdma_conn	*conn;		/* cleared under socks lock too */
 	struct sock		*parent;	/* handshake in progress */
-	struct list_head	accept_node;
+	struct list_head	accept_node;	/* on the parent's syn_q or accept_q */
 	struct list_head	accept_q;	/* listener: ready to accept */
 	unsigned int		accept_len;
-	unsigned int		pending_len;	/* listener: in handshake */
+	/*
+	 * Listener: its children in the handshake, on syn_q, under its lock.
+	 * A child is there from its REQ until its first event after the
+	 * REP, or until syn_timer drops it (cm.c).
+	 */
+	struct list_head	syn_q;
+	unsigned int		pending_len;
+	/* Child in the handshake: its peer's address, IPv4 mapped */
+	struct in6_addr		syn_peer;
+	struct delayed_work	syn_timer;	/* holds a socket reference */
 	struct afrdma_cm_params	peer;
 	int			cm_state;	/* resolve/connect progress */
 	bool			bound;
@@ -517,10 +539,13 @@ int afrdma_cm_resolve(struct sock *sk);
 struct rdma_cm_id *afrdma_cm_take_id(struct sock *sk);
 void afrdma_cm_put_id(struct sock *sk, struct rdma_cm_id *id);
 int afrdma_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev);
+void afrdma_cm_syn_flush(struct sock *lsk);
 
 /* conn.c */
 struct afrdma_conn *afrdma_conn_create(struct sock *sk, struct rdma_cm_id *id,
-				       bool grow, struct mem_cgroup *memcg);
+				       bool grow, bool passive,
+				       struct mem_cgroup *memcg);
+int afrdma_conn_alloc_tx(struct afrdma_conn *conn);
 void afrdma_conn_teardown(struct afrdma_conn *conn);
 void afrdma_conn_free(struct afrdma_conn *conn);
 void afrdma_conn_params(const struct afrdma_conn *conn,

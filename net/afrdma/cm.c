@@ -9,7 +9,9 @@
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
+#include <net/ipv6.h>
 #include <net/tcp_states.h>
+#include <rdma/ib.h>
 #include <rdma/ib_cm.h>
 
 #include "afrdma.h"
@@ -267,10 +269,13 @@ out:
 	sock_put(sk);
 }
 
+static void afrdma_cm_syn_timeout(struct work_struct *work);
+
 void afrdma_cm_resolve_init(struct sock *sk)
 {
 	INIT_WORK(&afrdma_sk(sk)->resolve_work, afrdma_cm_resolve_work);
 	INIT_WORK(&afrdma_sk(sk)->retry_work, afrdma_cm_retry_work);
+	INIT_DELAYED_WORK(&afrdma_sk(sk)->syn_timer, afrdma_cm_syn_timeout);
 }
 
 /*
@@ -326,7 +331,7 @@ static int afrdma_cm_route_resolved(struct sock *sk, struct rdma_cm_id *id)
 	int err;
 
 	/* Small rings: a peer that cannot take more credits tells us later. */
-	conn = afrdma_conn_create(sk, id, true, sk->sk_memcg);
+	conn = afrdma_conn_create(sk, id, true, false, sk->sk_memcg);
 	if (IS_ERR(conn)) {
 		err = PTR_ERR(conn);
 		return afrdma_cm_connect_failed(sk, err == -ENODEV ?
@@ -474,13 +479,143 @@ static int afrdma_cm_event(struct sock *sk, struct rdma_cm_id *id,
 	return 0;
 }
 
+/*
+ * Half-open connections, as TCP's SYN queue.  A listener's children from
+ * the REQ until their handshake ends are on its syn_q: at most
+ * net.afrdma.max_half_open of them, and half_open_per_peer from one peer
+ * address (as rdma_cm reports it: a host that forges addresses meets the
+ * listener's bound only).  Past either, or with the accept queue full, the
+ * REQ is dropped, and the peer's CM sends it again.  A child that is not
+ * established within half_open_timeout_ms is dropped: a peer that never
+ * sends its RTU (or sets its REP retries to hours in its REQ) would
+ * otherwise hold a QP and its receive buffers until ib_cm gives up.
+ * Until then a child has its receive ring, which the peer may fill as
+ * soon as it has our REP, but no send buffers.
+ */
+
+/* The peer's address, IPv4 mapped, or an AF_IB one's GID. */
+static void afrdma_cm_peer_key(const struct rdma_cm_id *id,
+			       struct in6_addr *key)
+{
+	const struct sockaddr_storage *ss = &id->route.addr.dst_addr;
+
+	switch (ss->ss_family) {
+	case AF_INET:
+		ipv6_addr_set_v4mapped(((const struct sockaddr_in *)ss)->sin_addr.s_addr,
+				       key);
+		break;
+	case AF_INET6:
+		*key = ((const struct sockaddr_in6 *)ss)->sin6_addr;
+		break;
+	case AF_IB:
+		memcpy(key, &((const struct sockaddr_ib *)ss)->sib_addr,
+		       sizeof(*key));
+		break;
+	default:
+		memset(key, 0, sizeof(*key));
+		break;
+	}
+}
+
+/* Whether @lsk may take one more half-open child from @key.  Locked. */
+static bool afrdma_cm_syn_room(struct sock *lsk, const struct in6_addr *key)
+{
+	const struct afrdma_net *an = afrdma_net(sock_net(lsk));
+	struct afrdma_sock *lars = afrdma_sk(lsk);
+	unsigned int per_peer = READ_ONCE(an->half_open_per_peer), n = 0;
+	struct afrdma_sock *child;
+
+	if (lars->pending_len >= READ_ONCE(an->max_half_open))
+		return false;
+	list_for_each_entry(child, &lars->syn_q, accept_node)
+		if (ipv6_addr_equal(&child->syn_peer, key) && ++n >= per_peer)
+			return false;
+	return true;
+}
+
+static void afrdma_cm_syn_add(struct sock *lsk, struct sock *sk)
+{
+	struct afrdma_sock *ars = afrdma_sk(sk);
+	unsigned int ms;
+
+	list_add_tail(&ars->accept_node, &afrdma_sk(lsk)->syn_q);
+	afrdma_sk(lsk)->pending_len++;
+	atomic_inc(&afrdma_net(sock_net(lsk))->half_open);
+	ms = READ_ONCE(afrdma_net(sock_net(lsk))->half_open_timeout_ms);
+	sock_hold(sk);
+	if (!queue_delayed_work(afrdma_wq, &ars->syn_timer,
+				msecs_to_jiffies(ms)))
+		sock_put(sk);
+}
+
+/* @sk's handshake is over.  Both locked; the caller stops syn_timer. */
+static void afrdma_cm_syn_del(struct sock *lsk, struct sock *sk)
+{
+	list_del_init(&afrdma_sk(sk)->accept_node);
+	afrdma_sk(lsk)->pending_len--;
+	atomic_dec(&afrdma_net(sock_net(lsk))->half_open);
+}
+
+/*
+ * The bound: a child still half-open goes, its QP and buffers with it.
+ * Destroying its id in REP_SENT makes ib_cm send the peer a REJ; that
+ * waits for the id's handler, which may wait for the socket lock, so it
+ * happens once the lock is released.
+ */
+static void afrdma_cm_syn_timeout(struct work_struct *work)
+{
+	struct afrdma_sock *ars = container_of(to_delayed_work(work),
+					       struct afrdma_sock, syn_timer);
+	struct sock *sk = &ars->inet.sk;
+	struct rdma_cm_id *id = NULL;
+	struct sock *parent;
+
+	lock_sock(sk);
+	parent = ars->parent;
+	if (parent && sk->sk_state == TCP_SYN_RECV) {
+		lock_sock_nested(parent, SINGLE_DEPTH_NESTING);
+		afrdma_cm_syn_del(parent, sk);
+		release_sock(parent);
+		ars->parent = NULL;
+		sock_put(parent);
+		id = afrdma_cm_take_id(sk);
+		if (ars->conn)
+			afrdma_conn_teardown(ars->conn);
+		afrdma_set_state(sk, TCP_CLOSE);
+		sock_set_flag(sk, SOCK_DEAD);
+		afrdma_inc_stats(sk, AFRDMA_MIB_HALF_OPEN_TIMEOUTS);
+	}
+	release_sock(sk);
+	if (id) {
+		afrdma_cm_put_id(sk, id);
+		/* Nobody will accept it: the child's own reference. */
+		sock_put(sk);
+	}
+	sock_put(sk);
+}
+
+/*
+ * A listener stops: its half-open children go now rather than at their
+ * bound.  Each queued run of syn_timer holds its own reference.  Locked.
+ */
+void afrdma_cm_syn_flush(struct sock *lsk)
+{
+	struct afrdma_sock *child;
+
+	list_for_each_entry(child, &afrdma_sk(lsk)->syn_q, accept_node) {
+		sock_hold(&child->inet.sk);
+		if (mod_delayed_work(afrdma_wq, &child->syn_timer, 0))
+			sock_put(&child->inet.sk);
+	}
+}
+
 /* An accepted connection before it is established: @sk is the child. */
 static int afrdma_cm_child_event(struct sock *sk, struct rdma_cm_event *ev)
 {
 	struct afrdma_sock *ars = afrdma_sk(sk);
 	struct sock *parent = ars->parent;
 	struct afrdma_sock *pars = afrdma_sk(parent);
-	bool queued = false, closed;
+	bool queued = false, closed, up;
 
 	switch (ev->event) {
 	case RDMA_CM_EVENT_ESTABLISHED:
@@ -501,10 +636,13 @@ static int afrdma_cm_child_event(struct sock *sk, struct rdma_cm_event *ev)
 	 * the connection, its data and then EOF.
 	 */
 	closed = ev->event == RDMA_CM_EVENT_DISCONNECTED;
+	up = ev->event == RDMA_CM_EVENT_ESTABLISHED || closed;
+	/* Its send buffers, left out while it was half-open. */
+	if (up && ars->conn && afrdma_conn_alloc_tx(ars->conn))
+		up = false;
 	lock_sock_nested(parent, SINGLE_DEPTH_NESTING);
-	pars->pending_len--;
-	if ((ev->event == RDMA_CM_EVENT_ESTABLISHED || closed) &&
-	    parent->sk_state == TCP_LISTEN) {
+	afrdma_cm_syn_del(parent, sk);
+	if (up && parent->sk_state == TCP_LISTEN) {
 		WRITE_ONCE(ars->transport, AFRDMA_TRANSPORT_RDMA);
 		afrdma_set_state(sk, TCP_ESTABLISHED);
 		if (ars->conn && !closed && sock_flag(sk, SOCK_KEEPOPEN))
@@ -518,6 +656,9 @@ static int afrdma_cm_child_event(struct sock *sk, struct rdma_cm_event *ev)
 	release_sock(parent);
 	ars->parent = NULL;
 	sock_put(parent);
+	/* The id still holds the socket: this is not the last reference. */
+	if (cancel_delayed_work(&ars->syn_timer))
+		sock_put(sk);
 	if (queued) {
 		if (closed)
 			afrdma_cm_disconnected(sk);
@@ -542,6 +683,7 @@ static int afrdma_cm_request(struct sock *lsk, struct rdma_cm_id *id,
 	struct afrdma_cm_priv priv;
 	struct afrdma_conn *conn;
 	struct afrdma_sock *ars;
+	struct in6_addr key;
 	struct sock *sk;
 	int err;
 
@@ -553,10 +695,17 @@ static int afrdma_cm_request(struct sock *lsk, struct rdma_cm_id *id,
 	/*
 	 * A full queue drops the request, as TCP drops the SYN, where a REJ
 	 * would refuse a connect to a live listener: for -ENOMEM ib_cm sends
-	 * no REJ, and the client's CM sends the REQ again.
+	 * no REJ, and the client's CM sends the REQ again.  Half-open
+	 * children have bounds of their own (afrdma_cm_syn_room()), so that
+	 * requests never completed do not fill the accept queue.
 	 */
-	if (lars->accept_len + lars->pending_len >=
-	    max_t(u32, READ_ONCE(lsk->sk_max_ack_backlog), 1)) {
+	if (lars->accept_len >= max_t(u32, READ_ONCE(lsk->sk_max_ack_backlog), 1)) {
+		release_sock(lsk);
+		return -ENOMEM;
+	}
+	afrdma_cm_peer_key(id, &key);
+	if (!afrdma_cm_syn_room(lsk, &key)) {
+		afrdma_inc_stats(lsk, AFRDMA_MIB_HALF_OPEN_DROPS);
 		release_sock(lsk);
 		return -ENOMEM;
 	}
@@ -571,9 +720,10 @@ static int afrdma_cm_request(struct sock *lsk, struct rdma_cm_id *id,
 	 * child until it is accepted or dropped.
 	 */
 	lock_sock_nested(sk, SINGLE_DEPTH_NESTING);
+	ars->syn_peer = key;
 	afrdma_set_state(sk, TCP_SYN_RECV);
 	/* In rdma_cm's worker: charge the listener's owner. */
-	conn = afrdma_conn_create(sk, id, peer.flags & AFRDMA_CM_GROW,
+	conn = afrdma_conn_create(sk, id, peer.flags & AFRDMA_CM_GROW, true,
 				  sk->sk_memcg ?: lsk->sk_memcg);
 	if (IS_ERR(conn))
 		goto drop;
@@ -595,7 +745,7 @@ static int afrdma_cm_request(struct sock *lsk, struct rdma_cm_id *id,
 	sock_hold(sk);
 	ars->parent = lsk;
 	sock_hold(lsk);
-	lars->pending_len++;
+	afrdma_cm_syn_add(lsk, sk);
 	release_sock(sk);
 	release_sock(lsk);
 	return 0;

@@ -372,6 +372,7 @@ void afrdma_conn_want_rx(struct afrdma_conn *conn)
 
 static struct afrdma_conn *afrdma_conn_build(struct sock *sk,
 					     struct rdma_cm_id *id, bool grow,
+					     bool passive,
 					     struct mem_cgroup *memcg)
 {
 	struct afrdma_net *an = afrdma_net(sock_net(sk));
@@ -397,7 +398,8 @@ static struct afrdma_conn *afrdma_conn_build(struct sock *sk,
 	afrdma_conn_size(conn, sk);
 	initial = READ_ONCE(an->initial_slots);
 	rx = grow ? min(initial, conn->rx_max) : conn->rx_max;
-	tx = min(initial, conn->tx_max);
+	/* Nothing is sent before accept(): see afrdma_conn_alloc_tx(). */
+	tx = passive ? 0 : min(initial, conn->tx_max);
 	/* What our private data offers; set before any receive is posted. */
 	WRITE_ONCE(conn->peer_credits, rx);
 	spin_lock_init(&conn->lock);
@@ -451,11 +453,14 @@ fail:
  * rdma_accept(), receive buffers posted.  The rings start small when the
  * peer may take credits for more buffers later (@grow: the passive side
  * knows from the request; the active side assumes so); otherwise the
- * receive ring starts at its largest.  What it allocates is charged to
- * @memcg (NULL: the allocating task's).  Called with the socket locked.
+ * receive ring starts at its largest.  A @passive one, set up for a peer
+ * that may never complete the handshake, has no send buffers until
+ * afrdma_conn_alloc_tx().  What it allocates is charged to @memcg (NULL:
+ * the allocating task's).  Called with the socket locked.
  */
 struct afrdma_conn *afrdma_conn_create(struct sock *sk, struct rdma_cm_id *id,
-				       bool grow, struct mem_cgroup *memcg)
+				       bool grow, bool passive,
+				       struct mem_cgroup *memcg)
 {
 	struct afrdma_net *an = afrdma_net(sock_net(sk));
 	struct afrdma_conn *conn;
@@ -467,9 +472,52 @@ struct afrdma_conn *afrdma_conn_create(struct sock *sk, struct rdma_cm_id *id,
 		return ERR_PTR(-ENOBUFS);
 	}
 	old = set_active_memcg(memcg);
-	conn = afrdma_conn_build(sk, id, grow, memcg);
+	conn = afrdma_conn_build(sk, id, grow, passive, memcg);
 	set_active_memcg(old);
 	return conn;
+}
+
+/*
+ * The first send buffers of a passive connection, once it is established
+ * and before anyone can send on it.  Owner; 0, or -ENOMEM with none.
+ */
+int afrdma_conn_alloc_tx(struct afrdma_conn *conn)
+{
+	unsigned int n = min_t(unsigned int, conn->tx_max,
+			       READ_ONCE(afrdma_net(sock_net(conn->sk))->initial_slots));
+	struct afrdma_tx_slot **ring, **old;
+	struct mem_cgroup *memcg;
+	unsigned int i = 0;
+
+	if (conn->tx_slots || conn->torn)
+		return 0;
+	memcg = set_active_memcg(conn->memcg);
+	ring = kcalloc(n, sizeof(*ring), GFP_KERNEL_ACCOUNT);
+	for (; ring && i < n; i++) {
+		ring[i] = afrdma_tx_slot_new(conn);
+		if (!ring[i])
+			break;
+	}
+	set_active_memcg(memcg);
+	if (i < n) {
+		while (i--) {
+			afrdma_unmap_buf(conn->dev->ibdev, ring[i]->buf,
+					 ring[i]->dma, conn->tx_slot_size,
+					 DMA_TO_DEVICE);
+			kfree(ring[i]);
+		}
+		kfree(ring);
+		return -ENOMEM;
+	}
+
+	spin_lock_bh(&conn->lock);
+	old = conn->tx;
+	conn->tx = ring;
+	WRITE_ONCE(conn->tx_slots, n);
+	spin_unlock_bh(&conn->lock);
+	kfree(old);
+	afrdma_conn_show_bufs(conn);
+	return 0;
 }
 
 void afrdma_conn_params(const struct afrdma_conn *conn,

@@ -49,6 +49,8 @@ static const char * const afrdma_mib_names[AFRDMA_MIB_MAX] = {
 	[AFRDMA_MIB_ORPHAN_DROPS]	= "OrphanDrops",
 	[AFRDMA_MIB_ORPHAN_TIMEOUTS]	= "OrphanTimeouts",
 	[AFRDMA_MIB_STALE_RETRIES]	= "ConnectStaleRetries",
+	[AFRDMA_MIB_HALF_OPEN_DROPS]	= "HalfOpenDrops",
+	[AFRDMA_MIB_HALF_OPEN_TIMEOUTS]	= "HalfOpenTimeouts",
 };
 
 const char *afrdma_stats_name(unsigned int i)
@@ -79,6 +81,8 @@ static int afrdma_stat_show(struct seq_file *seq, void *v)
 	seq_printf(seq, "CurrConnections %d\n", atomic_read(&an->conns));
 	/* Closed sockets whose data is still being delivered. */
 	seq_printf(seq, "CurrOrphans %d\n", atomic_read(&an->orphans));
+	/* Accepted connections whose handshake is still going on. */
+	seq_printf(seq, "CurrHalfOpen %d\n", atomic_read(&an->half_open));
 	return 0;
 }
 

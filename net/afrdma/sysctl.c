@@ -30,6 +30,8 @@ static int afrdma_ka_probes_max = MAX_TCP_KEEPCNT;
 static int afrdma_busy_poll_max = USEC_PER_SEC;
 static int afrdma_inline_max = AFRDMA_INLINE_MAX;
 static int afrdma_rzc_min_max = AFRDMA_MAX_SRCAVAIL;
+static int afrdma_half_open_timeout_min = 1000;
+static int afrdma_half_open_timeout_max = 600000;
 
 /*
  * The settings that size the memory a connection, or all of them, may
@@ -41,6 +43,7 @@ static int afrdma_rzc_min_max = AFRDMA_MAX_SRCAVAIL;
 static const char * const afrdma_sysctl_limited[] = {
 	"rx_slots", "tx_slots", "initial_slots", "slot_size",
 	"max_connections", "max_orphans", "inline_threshold",
+	"max_half_open", "half_open_per_peer", "half_open_timeout_ms",
 };
 
 /* The template's .data point in here; each netns moves them to its copy. */
@@ -59,6 +62,9 @@ static struct afrdma_net afrdma_net_defaults = {
 	.inline_threshold = AFRDMA_INLINE,
 	.rx_zerocopy_min = AFRDMA_RZC_MIN,
 	.max_orphans	= AFRDMA_MAX_ORPHANS,
+	.max_half_open	= AFRDMA_MAX_HALF_OPEN,
+	.half_open_per_peer = AFRDMA_HALF_OPEN_PER_PEER,
+	.half_open_timeout_ms = AFRDMA_HALF_OPEN_TIMEOUT_MS,
 };
 
 static struct ctl_table afrdma_sysctl_template[] = {
@@ -206,6 +212,34 @@ static struct ctl_table afrdma_sysctl_template[] = {
 		.proc_handler	= proc_dointvec_minmax,
 		.extra1		= SYSCTL_ZERO,
 		.extra2		= &afrdma_max_conns_max,
+	},
+	/* Half-open connections (cm.c): per listener, per peer, how long. */
+	{
+		.procname	= "max_half_open",
+		.data		= &afrdma_net_defaults.max_half_open,
+		.maxlen		= sizeof(int),
+		.mode		= 0644,
+		.proc_handler	= proc_dointvec_minmax,
+		.extra1		= SYSCTL_ONE,
+		.extra2		= &afrdma_max_conns_max,
+	},
+	{
+		.procname	= "half_open_per_peer",
+		.data		= &afrdma_net_defaults.half_open_per_peer,
+		.maxlen		= sizeof(int),
+		.mode		= 0644,
+		.proc_handler	= proc_dointvec_minmax,
+		.extra1		= SYSCTL_ONE,
+		.extra2		= &afrdma_max_conns_max,
+	},
+	{
+		.procname	= "half_open_timeout_ms",
+		.data		= &afrdma_net_defaults.half_open_timeout_ms,
+		.maxlen		= sizeof(int),
+		.mode		= 0644,
+		.proc_handler	= proc_dointvec_minmax,
+		.extra1		= &afrdma_half_open_timeout_min,
+		.extra2		= &afrdma_half_open_timeout_max,
 	},
 	{ }	/* sentinel, for kernels that still want one */
 };

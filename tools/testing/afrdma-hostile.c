@@ -15,12 +15,29 @@
  * attacker went away.  Exit status: 0 when the attacker saw what its case
  * expects on its side (a reject, a remote access error, ...), 1 when not,
  * 2 when it could not set up.
+ *
+ * Two cases attack the CM handshake itself and make no QP:
+ *
+ *   afrdma-hostile -a ADDR -p PORT -c req-flood [-n N] [-t SECONDS]
+ *   afrdma-hostile -a ADDR -p PORT -c rtu-withhold [-t SECONDS]
+ *
+ * Each request is a cm id of its own with valid afrdma private data and a
+ * made-up QP number.  Without a QP, librdmacm hands the victim's REP to
+ * us as CONNECT_RESPONSE and would send the RTU only on rdma_establish(),
+ * which we never call: the victim's side stays half-open.  Requests the
+ * victim drops are sent again by our CM (every 4.6 s, 15 times).  After
+ * all are sent, the tool holds them for SECONDS (20); SIGUSR1 cancels
+ * those still unanswered (their REQs stop), keeping the answered ones.
+ * req-flood exits 0 once all N (4096) went out and at least one was
+ * answered; rtu-withhold exits 0 if the victim, having answered, gave
+ * up on it (a REJ) within SECONDS.
  */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <getopt.h>
 #include <netdb.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -47,6 +64,7 @@ enum expect {
 	EXP_REM_ACCESS,		/* our RDMA WRITE fails: remote access error */
 	EXP_SEND_ERR,		/* our SEND fails: the victim had no room */
 	EXP_RECV_ERR,		/* a victim SEND overflows our buffer */
+	EXP_CM,			/* CM-level: see cm_attack() */
 };
 
 struct hostile_case {
@@ -95,6 +113,10 @@ static const struct hostile_case cases[] = {
 	  EXP_NONE },
 	{ "srcavail-huge", "SRCAVAIL of 16 MiB + 1", EXP_NONE },
 	{ "rddone-unasked", "RDDONE with no SRCAVAIL out", EXP_NONE },
+	{ "req-flood", "N connect requests (-n, 4096), none ever completed",
+	  EXP_CM },
+	{ "rtu-withhold", "one connect request answered, its RTU never sent",
+	  EXP_CM },
 };
 
 struct peer {
@@ -499,11 +521,231 @@ static int attack(struct peer *p, double secs)
 	return 0;
 }
 
+/* One connect request of a CM-level attack. */
+struct cm_req {
+	struct rdma_cm_id	*id;
+	enum { REQ_RESOLVING, REQ_SENT, REQ_ANSWERED, REQ_ENDED } state;
+	double			answered;	/* when the REP came */
+};
+
+struct cm_flood {
+	struct rdma_event_channel *ch;
+	struct addrinfo		*ai;
+	struct cm_req		*reqs;
+	unsigned int		n, launched, resolving, sent, answered;
+	unsigned int		rejected, dropped, unreachable, failed;
+	double			first_drop;	/* seconds after its REP */
+	uint32_t		qpn;		/* made-up QP numbers from here */
+	struct afrdma_cm_priv	priv;
+};
+
+static volatile sig_atomic_t cm_quiet;
+
+static void on_usr1(int sig)
+{
+	(void)sig;
+	cm_quiet = 1;
+}
+
+/* Starts request @i: address resolution first, as rdma_connect() needs. */
+static int cm_launch(struct cm_flood *f, unsigned int i)
+{
+	struct cm_req *r = &f->reqs[i];
+
+	if (rdma_create_id(f->ch, &r->id, r, RDMA_PS_TCP)) {
+		msg("rdma_create_id %u: %s\n", i, strerror(errno));
+		return -1;
+	}
+	if (rdma_resolve_addr(r->id, NULL, f->ai->ai_addr, RESOLVE_MS)) {
+		msg("rdma_resolve_addr %u: %s\n", i, strerror(errno));
+		return -1;
+	}
+	f->resolving++;
+	return 0;
+}
+
+static void cm_flood_event(struct cm_flood *f, struct rdma_cm_event *ev)
+{
+	struct cm_req *r = ev->id->context;
+	struct rdma_conn_param cp = {
+		.private_data = &f->priv,
+		.private_data_len = sizeof(f->priv),
+		.flow_control = 1,
+		.retry_count = 7,
+		.rnr_retry_count = 7,
+		.responder_resources = 1,
+		.initiator_depth = 1,
+	};
+
+	switch (ev->event) {
+	case RDMA_CM_EVENT_ADDR_RESOLVED:
+		if (!rdma_resolve_route(ev->id, RESOLVE_MS))
+			break;
+		msg("rdma_resolve_route: %s\n", strerror(errno));
+		goto failed;
+	case RDMA_CM_EVENT_ROUTE_RESOLVED:
+		/* Distinct, or the victim's CM refuses a REQ as stale. */
+		cp.qp_num = (f->qpn + (unsigned int)(r - f->reqs)) & 0xffffff;
+		f->resolving--;
+		if (rdma_connect(ev->id, &cp)) {
+			msg("rdma_connect: %s\n", strerror(errno));
+			f->failed++;
+			r->state = REQ_ENDED;
+			break;
+		}
+		r->state = REQ_SENT;
+		f->sent++;
+		break;
+	case RDMA_CM_EVENT_ADDR_ERROR:
+	case RDMA_CM_EVENT_ROUTE_ERROR:
+		goto failed;
+	case RDMA_CM_EVENT_CONNECT_RESPONSE:
+		/* The REP.  No rdma_establish(): no RTU, ever. */
+		if (r->state == REQ_SENT) {
+			r->state = REQ_ANSWERED;
+			r->answered = now();
+			f->answered++;
+		}
+		break;
+	case RDMA_CM_EVENT_REJECTED:
+		if (r->state == REQ_ANSWERED) {
+			/* The victim gave up on the half-open connection. */
+			if (!f->dropped++)
+				f->first_drop = now() - r->answered;
+		} else {
+			f->rejected++;
+		}
+		r->state = REQ_ENDED;
+		break;
+	case RDMA_CM_EVENT_UNREACHABLE:
+	case RDMA_CM_EVENT_CONNECT_ERROR:
+		/* Our CM sent the REQ for the last time. */
+		f->unreachable++;
+		r->state = REQ_ENDED;
+		break;
+	default:
+		msg("event %s (status %d)\n", rdma_event_str(ev->event),
+		    ev->status);
+		break;
+	}
+	return;
+failed:
+	f->resolving--;
+	f->failed++;
+	r->state = REQ_ENDED;
+}
+
+static void cm_flood_report(const struct cm_flood *f, const char *when)
+{
+	msg("%s: %u sent, %u answered (REP, RTU withheld), %u dropped by the victim after its REP",
+	    when, f->sent, f->answered, f->dropped);
+	if (f->dropped)
+		printf(" (the first %.1f s after it)", f->first_drop);
+	printf(", %u rejected, %u unanswered to the end, %u failed\n",
+	       f->rejected, f->unreachable, f->failed);
+	fflush(stdout);
+}
+
+/* Cancels the requests still unanswered: our CM stops sending them. */
+static void cm_flood_quiet(struct cm_flood *f)
+{
+	unsigned int i, n = 0;
+
+	for (i = 0; i < f->launched; i++) {
+		struct cm_req *r = &f->reqs[i];
+
+		if (r->state == REQ_ANSWERED || !r->id)
+			continue;
+		rdma_destroy_id(r->id);
+		r->id = NULL;
+		if (r->state != REQ_ENDED)
+			n++;
+		r->state = REQ_ENDED;
+	}
+	msg("cancelled %u unanswered requests; %u answered ones held\n", n,
+	    f->answered - f->dropped);
+}
+
+/*
+ * req-flood and rtu-withhold: @n requests, at most 64 resolving at a time,
+ * then held for @secs.  Returns the exit status.
+ */
+static int cm_attack(const struct hostile_case *c, const char *addr,
+		     const char *port, unsigned int n, double secs)
+{
+	/* As afrdma's: the victim builds its connection for it. */
+	struct afrdma_cm_params own = { 32, 16384, AFRDMA_CM_GROW };
+	struct addrinfo hints = { .ai_socktype = SOCK_STREAM };
+	struct cm_flood f = { .n = n };
+	double start = now(), last = start, end = 0;
+	bool quieted = false;
+	unsigned int i;
+	int err;
+
+	signal(SIGUSR1, on_usr1);
+	err = getaddrinfo(addr, port, &hints, &f.ai);
+	if (err) {
+		msg("%s: %s\n", addr, gai_strerror(err));
+		return 2;
+	}
+	f.ch = rdma_create_event_channel();
+	f.reqs = calloc(n, sizeof(*f.reqs));
+	if (!f.ch || !f.reqs) {
+		msg("setup: %s\n", strerror(errno));
+		return 2;
+	}
+	afrdma_build_cm_priv(&f.priv, &own);
+	srandom(getpid() ^ time(NULL));
+	/* Above rxe's own QP numbers (below 2^17), within 24 bits. */
+	f.qpn = 0x100000 + (random() % 0xe0000);
+
+	for (;;) {
+		struct rdma_cm_event *ev;
+		struct pollfd pfd = { .fd = f.ch->fd, .events = POLLIN };
+
+		while (f.launched < n && f.resolving < 64) {
+			if (cm_launch(&f, f.launched++))
+				return 2;
+		}
+		if (!end && f.launched == n && !f.resolving) {
+			end = now() + secs;
+			msg("all sent: %u requests in %.1f s\n", f.sent,
+			    now() - start);
+		}
+		if (end && now() >= end)
+			break;
+		/* rtu-withhold: over once its one request is. */
+		if (end && n == 1 && f.reqs[0].state == REQ_ENDED)
+			break;
+		if (cm_quiet && !quieted) {
+			quieted = true;
+			cm_flood_quiet(&f);
+		}
+		if (poll(&pfd, 1, 100) > 0 && !rdma_get_cm_event(f.ch, &ev)) {
+			cm_flood_event(&f, ev);
+			rdma_ack_cm_event(ev);
+		}
+		if (now() - last >= 2) {
+			last = now();
+			cm_flood_report(&f, "holding");
+		}
+	}
+	cm_flood_report(&f, "at the end");
+	for (i = 0; i < f.launched; i++)
+		if (f.reqs[i].id)
+			rdma_destroy_id(f.reqs[i].id);
+	freeaddrinfo(f.ai);
+
+	if (!strcmp(c->name, "rtu-withhold"))
+		return f.answered == 1 && f.dropped == 1 ? 0 : 1;
+	return f.sent == n && f.answered ? 0 : 1;
+}
+
 static void print_usage(void)
 {
 	unsigned int i;
 
-	fputs("usage: afrdma-hostile -a ADDR -p PORT -c CASE [-t SECONDS]\n",
+	fputs("usage: afrdma-hostile -a ADDR -p PORT -c CASE [-t SECONDS] [-n REQUESTS]\n",
 	      stderr);
 	fputs("       afrdma-hostile -l\ncases:\n", stderr);
 	for (i = 0; i < ARRAY_SIZE(cases); i++)
@@ -518,12 +760,13 @@ int main(int argc, char **argv)
 	struct afrdma_cm_priv priv;
 	struct peer p = {};
 	double secs = 20;
+	unsigned int nreq = 4096;
 	size_t priv_len = sizeof(priv);
 	unsigned int i;
 	bool ok;
 	int opt, ret;
 
-	while ((opt = getopt(argc, argv, "a:p:c:t:lh")) != -1) {
+	while ((opt = getopt(argc, argv, "a:p:c:t:n:lh")) != -1) {
 		switch (opt) {
 		case 'a':
 			addr = optarg;
@@ -536,6 +779,9 @@ int main(int argc, char **argv)
 			break;
 		case 't':
 			secs = atof(optarg);
+			break;
+		case 'n':
+			nreq = strtoul(optarg, NULL, 0);
 			break;
 		case 'l':
 			for (i = 0; i < ARRAY_SIZE(cases); i++)
@@ -554,6 +800,9 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	msg("case %s: %s\n", p.c->name, p.c->what);
+	if (p.c->expect == EXP_CM)
+		return cm_attack(p.c, addr, port,
+				 strcmp(name, "rtu-withhold") ? nreq : 1, secs);
 
 	p.rx_posted = own.rx_slots;
 	p.rx_size = own.rx_slot_size;
