@@ -161,7 +161,7 @@ static inline void afrdma_link_build_hdr(struct afrdma_link_hdr *h,
 					 unsigned int type, unsigned int credits,
 					 unsigned int seq)
 {
-	memset(h, 0, afrdma_link_msg_len(type));
+	memset(h, 0, sizeof(*h));
 	h->magic = afrdma_lm_be32(AFRDMA_LINK_MAGIC);
 	h->version = AFRDMA_LINK_VERSION;
 	h->type = type;
@@ -177,6 +177,7 @@ static inline size_t afrdma_link_build_hello(void *buf, unsigned int credits,
 {
 	struct afrdma_link_hello *h = buf;
 
+	memset(h, 0, sizeof(*h));
 	afrdma_link_build_hdr(&h->hdr, AFRDMA_LINK_MSG_HELLO, credits, seq);
 	h->flags = afrdma_lm_be32(m->hello.flags);
 	h->rx_credits = afrdma_lm_be16(m->hello.rx_credits);
@@ -192,6 +193,7 @@ static inline size_t afrdma_link_build_use(void *buf, unsigned int credits,
 {
 	struct afrdma_link_use *u = buf;
 
+	memset(u, 0, sizeof(*u));
 	afrdma_link_build_hdr(&u->hdr, AFRDMA_LINK_MSG_USE, credits, seq);
 	u->users = afrdma_lm_be32(users);
 	return sizeof(*u);
