@@ -55,7 +55,7 @@ enum afrdma_link_kind {
 struct afrdma_link_net {
 	u8			kind;		/* AFRDMA_LINK_KIND_LISTENER */
 	struct net		*net;		/* not counted: ours */
-	struct mutex		mutex;
+	struct mutex		mutex;		/* see above */
 	struct rdma_cm_id	*listen[2];	/* IPv4, IPv6 */
 	spinlock_t		lock;
 	struct list_head	links;
@@ -108,7 +108,7 @@ struct afrdma_link {
 	struct sockaddr_storage	peer;
 	struct sockaddr_storage	local;
 
-	struct mutex		mutex;
+	struct mutex		mutex;		/* see above */
 	struct rdma_cm_id	*cm_id;
 	struct afrdma_device	*dev;		/* held */
 	struct ib_pd		*pd;		/* the link's own */
