@@ -214,9 +214,13 @@ sysctl_set links_idle_s "$idle0"
 
 # 7. Removing the device takes its links (idle, far from expiry) with it.
 "$tool" links test "$addr" pages 1
-wait_until 15 both_up
+one_chunk()
+{
+	both_up && [ "$(link_field active chunks)" = 1 ]
+}
+wait_until 15 one_chunk
 up=0
-both_up && [ "$(link_field active chunks)" = 1 ] && up=1
+one_chunk && up=1
 timeout "$(scaled 30)" rdma link delete rxe0
 del=$?
 wait_until 10 no_links
