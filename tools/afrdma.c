@@ -750,19 +750,26 @@ static int link_show(const struct nlmsghdr *nlh, void *data)
 			       ss_u32(tb[AFRDMA_A_LINK_AREA_PAGES]),
 			       ss_u32(tb[AFRDMA_A_LINK_IDLE_MS]));
 		} else {
-			printf("%-4u %-24s %-7s %-10s %-10s %-7u %-7u %-5u/%-5u %7llu/%-7llu %10llu/%-10llu %u/%llu\n",
+			char conns[24], msgs[48], bytes[48], mem[48];
+
+			snprintf(conns, sizeof(conns), "%u/%u",
+				 ss_u32(tb[AFRDMA_A_LINK_USERS]),
+				 ss_u32(tb[AFRDMA_A_LINK_PEER_USERS]));
+			snprintf(msgs, sizeof(msgs), "%llu/%llu",
+				 attr_u64(tb[AFRDMA_A_LINK_TX_MSGS]),
+				 attr_u64(tb[AFRDMA_A_LINK_RX_MSGS]));
+			snprintf(bytes, sizeof(bytes), "%llu/%llu",
+				 attr_u64(tb[AFRDMA_A_LINK_TX_BYTES]),
+				 attr_u64(tb[AFRDMA_A_LINK_RX_BYTES]));
+			snprintf(mem, sizeof(mem), "%u/%llu",
+				 ss_u32(tb[AFRDMA_A_LINK_CHUNKS]),
+				 attr_u64(tb[AFRDMA_A_LINK_MEM_BYTES]));
+			printf("%-4u %-24s %-7s %-10s %-10s %-7u %-7u %-11s %-15s %-21s %s\n",
 			       ss_u32(tb[AFRDMA_A_LINK_ID]), peer,
 			       passive ? "passive" : "active", dev, state,
 			       ss_u32(tb[AFRDMA_A_LINK_QPN]),
-			       ss_u32(tb[AFRDMA_A_LINK_PEER_QPN]),
-			       ss_u32(tb[AFRDMA_A_LINK_USERS]),
-			       ss_u32(tb[AFRDMA_A_LINK_PEER_USERS]),
-			       attr_u64(tb[AFRDMA_A_LINK_TX_MSGS]),
-			       attr_u64(tb[AFRDMA_A_LINK_RX_MSGS]),
-			       attr_u64(tb[AFRDMA_A_LINK_TX_BYTES]),
-			       attr_u64(tb[AFRDMA_A_LINK_RX_BYTES]),
-			       ss_u32(tb[AFRDMA_A_LINK_CHUNKS]),
-			       attr_u64(tb[AFRDMA_A_LINK_MEM_BYTES]));
+			       ss_u32(tb[AFRDMA_A_LINK_PEER_QPN]), conns, msgs,
+			       bytes, mem);
 		}
 		o->n++;
 	}
