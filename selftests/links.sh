@@ -54,13 +54,14 @@ nlinks()
 	links_json | python3 -c 'import json, sys; print(len(json.load(sys.stdin)))'
 }
 
-# wait_until SECONDS CMD...: CMD true within SECONDS (polled every 0.1 s)
+# wait_until SECONDS CMD...: CMD true within SECONDS by the clock (each
+# try runs the tool and python, slow in a TCG guest), polled every 0.1 s
 wait_until()
 {
-	local t=$(($(scaled "$1") * 10))
+	local end=$((SECONDS + $(scaled "$1")))
 
 	shift
-	for _ in $(seq "$t"); do
+	while [ "$SECONDS" -lt "$end" ]; do
 		"$@" && return 0
 		sleep 0.1
 	done
