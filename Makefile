@@ -189,6 +189,7 @@ clean:
 	$(MAKE) -C tools/testing/fuzz clean
 	$(MAKE) -C tools/testing/ring clean
 	$(MAKE) -C tools/testing/link_area clean
+	$(MAKE) -C tools/testing/link_msg clean
 	rm -f $(TOOLS) $(RDS_PERF) $(HOSTILE) $(COMPAT_H)
 	rm -rf build
 

@@ -110,6 +110,8 @@ run misuse python3 ./selftests/misuse.py
 run diag python3 ./selftests/diag.py
 run memcg python3 ./selftests/memcg.py
 run tour ./selftests/tour.sh
+# It replaces rxe0 too, and reloads the module.
+run links ./selftests/links.sh
 # Last: it replaces rxe0.
 run devremove ./selftests/devremove.sh
 # The kselftest entry point, on one short test: its TAP and "# Totals:".

@@ -12,6 +12,10 @@
  *   afrdma devices [-j] RDMA devices afrdma uses, their ports, state,
  *                       netdev and this namespace's connections on each,
  *                       from the module's generic netlink family
+ *   afrdma links [-j]   this namespace's links (net.afrdma.links): peer,
+ *                       device, QPs, connections, messages, bytes, state
+ *   afrdma links test ADDR [users N] [pages N]
+ *                       asks for a link to ADDR (root; a test interface)
  */
 #include <stdbool.h>
 #include <time.h>
@@ -622,8 +626,14 @@ static int dev_show(const struct nlmsghdr *nlh, void *data)
 	return MNL_CB_OK;
 }
 
-/* The devices afrdma uses, over generic netlink, as text or JSON. */
-static int cmd_devices(bool json)
+/*
+ * A dump of generic netlink command @cmd, each message through @cb, as
+ * JSON or as text under the @header line: 0 if it worked and showed
+ * something (as JSON, also if it showed nothing).  @what names it in
+ * errors.  afrdma devices and afrdma links.
+ */
+static int genl_dump_show(int cmd, bool json, mnl_cb_t cb, const char *header,
+			  const char *what, const char *none)
 {
 	char buf[MNL_SOCKET_BUFFER_SIZE];
 	struct show_opts o = { .json = json };
@@ -635,28 +645,217 @@ static int cmd_devices(bool json)
 	nl = genl_open(&portid, &id);
 	if (!nl)
 		return 1;
-	nlh = genl_request(buf, id, AFRDMA_CMD_GET_DEVICES, NLM_F_DUMP);
+	nlh = genl_request(buf, id, cmd, NLM_F_DUMP);
 	if (json)
 		putchar('[');
 	else
-		printf("%-12s %-5s %-16s %-10s %-16s %-6s %-6s %s\n", "DEVICE",
-		       "PORT", "STATE", "LINK", "NETDEV", "MTU", "CONNS",
-		       "NODE_GUID");
-	ret = nl_dump(nl, portid, buf, nlh, dev_show, &o);
+		puts(header);
+	ret = nl_dump(nl, portid, buf, nlh, cb, &o);
 	if (json)
 		puts("]");
 	if (ret)
-		fprintf(stderr, "afrdma: devices: %s%s\n", strerror(errno),
-			errno == EOPNOTSUPP ? " (the module has no device dump)" : "");
-	else if (!o.n && !json)
-		fprintf(stderr, "afrdma: no RDMA devices\n");
+		fprintf(stderr, "afrdma: %s: %s%s\n", what, strerror(errno),
+			errno == EOPNOTSUPP ? " (the module has no such dump)" : "");
+	else if (!o.n && !json && none)
+		fprintf(stderr, "afrdma: %s\n", none);
 	mnl_socket_close(nl);
-	return !ret && o.n ? 0 : 1;
+	return !ret && (o.n || !none) ? 0 : 1;
+}
+
+/* The devices afrdma uses, over generic netlink, as text or JSON. */
+static int cmd_devices(bool json)
+{
+	char header[128];
+
+	snprintf(header, sizeof(header), "%-12s %-5s %-16s %-10s %-16s %-6s %-6s %s",
+		 "DEVICE", "PORT", "STATE", "LINK", "NETDEV", "MTU", "CONNS",
+		 "NODE_GUID");
+	return genl_dump_show(AFRDMA_CMD_GET_DEVICES, json, dev_show, header,
+			      "devices", "no RDMA devices");
+}
+
+/* enum AFRDMA_LINK_STATE_* */
+static const char *const link_states[] = {
+	"-", "resolving", "connecting", "hello", "up", "closed",
+};
+
+static int link_attr(const struct nlattr *a, void *data)
+{
+	const struct nlattr **tb = data;
+
+	if (mnl_attr_type_valid(a, AFRDMA_A_LINK_MAX) > 0)
+		tb[mnl_attr_get_type(a)] = a;
+	return MNL_CB_OK;
+}
+
+static unsigned long long attr_u64(const struct nlattr *a)
+{
+	return a && mnl_attr_get_payload_len(a) == 8 ? mnl_attr_get_u64(a) : 0;
+}
+
+/* An address without its port: a link's peer is a host. */
+static void fmt_host(const struct nlattr *a, char *buf, size_t len)
+{
+	char *colon;
+
+	fmt_addr(a, buf, len);
+	colon = strrchr(buf, ':');
+	if (colon)
+		*colon = '\0';
+	if (buf[0] == '[') {
+		memmove(buf, buf + 1, strlen(buf));
+		buf[strlen(buf) - 1] = '\0';
+	}
+}
+
+static int link_show(const struct nlmsghdr *nlh, void *data)
+{
+	const struct nlattr *tb[AFRDMA_A_LINK_MAX + 1] = {};
+	const struct nlattr *top;
+	struct show_opts *o = data;
+	const char *state, *dev;
+	char peer[64];
+	bool passive;
+
+	mnl_attr_for_each(top, nlh, sizeof(struct genlmsghdr)) {
+		if (mnl_attr_get_type(top) != AFRDMA_A_LINK)
+			continue;
+		memset(tb, 0, sizeof(tb));
+		mnl_attr_parse_nested(top, link_attr, tb);
+		state = name_of(link_states, ARRAY_SIZE(link_states),
+				attr_u8(tb[AFRDMA_A_LINK_STATE]));
+		dev = tb[AFRDMA_A_LINK_DEVICE] ?
+		      mnl_attr_get_str(tb[AFRDMA_A_LINK_DEVICE]) : "-";
+		passive = attr_u8(tb[AFRDMA_A_LINK_PASSIVE]);
+		fmt_host(tb[AFRDMA_A_LINK_PEER], peer, sizeof(peer));
+		if (o->json) {
+			printf("%s{\"id\":%u,\"peer\":\"%s\",\"role\":\"%s\","
+			       "\"device\":\"%s\",\"state\":\"%s\",\"qpn\":%u,"
+			       "\"peer_qpn\":%u,\"conns\":%u,\"peer_conns\":%u,"
+			       "\"tx_msgs\":%llu,\"rx_msgs\":%llu,\"tx_bytes\":%llu,"
+			       "\"rx_bytes\":%llu,\"chunks\":%u,\"mem_bytes\":%llu,"
+			       "\"area_pages\":%u,\"idle_ms\":%u}",
+			       o->n ? "," : "", ss_u32(tb[AFRDMA_A_LINK_ID]), peer,
+			       passive ? "passive" : "active", dev, state,
+			       ss_u32(tb[AFRDMA_A_LINK_QPN]),
+			       ss_u32(tb[AFRDMA_A_LINK_PEER_QPN]),
+			       ss_u32(tb[AFRDMA_A_LINK_USERS]),
+			       ss_u32(tb[AFRDMA_A_LINK_PEER_USERS]),
+			       attr_u64(tb[AFRDMA_A_LINK_TX_MSGS]),
+			       attr_u64(tb[AFRDMA_A_LINK_RX_MSGS]),
+			       attr_u64(tb[AFRDMA_A_LINK_TX_BYTES]),
+			       attr_u64(tb[AFRDMA_A_LINK_RX_BYTES]),
+			       ss_u32(tb[AFRDMA_A_LINK_CHUNKS]),
+			       attr_u64(tb[AFRDMA_A_LINK_MEM_BYTES]),
+			       ss_u32(tb[AFRDMA_A_LINK_AREA_PAGES]),
+			       ss_u32(tb[AFRDMA_A_LINK_IDLE_MS]));
+		} else {
+			char conns[24], msgs[48], bytes[48], mem[48];
+
+			snprintf(conns, sizeof(conns), "%u/%u",
+				 ss_u32(tb[AFRDMA_A_LINK_USERS]),
+				 ss_u32(tb[AFRDMA_A_LINK_PEER_USERS]));
+			snprintf(msgs, sizeof(msgs), "%llu/%llu",
+				 attr_u64(tb[AFRDMA_A_LINK_TX_MSGS]),
+				 attr_u64(tb[AFRDMA_A_LINK_RX_MSGS]));
+			snprintf(bytes, sizeof(bytes), "%llu/%llu",
+				 attr_u64(tb[AFRDMA_A_LINK_TX_BYTES]),
+				 attr_u64(tb[AFRDMA_A_LINK_RX_BYTES]));
+			snprintf(mem, sizeof(mem), "%u/%llu",
+				 ss_u32(tb[AFRDMA_A_LINK_CHUNKS]),
+				 attr_u64(tb[AFRDMA_A_LINK_MEM_BYTES]));
+			printf("%-4u %-24s %-7s %-10s %-10s %-7u %-7u %-11s %-15s %-21s %s\n",
+			       ss_u32(tb[AFRDMA_A_LINK_ID]), peer,
+			       passive ? "passive" : "active", dev, state,
+			       ss_u32(tb[AFRDMA_A_LINK_QPN]),
+			       ss_u32(tb[AFRDMA_A_LINK_PEER_QPN]), conns, msgs,
+			       bytes, mem);
+		}
+		o->n++;
+	}
+	return MNL_CB_OK;
+}
+
+/* This namespace's links; none is no error. */
+static int cmd_links(bool json)
+{
+	char header[160];
+
+	snprintf(header, sizeof(header), "%-4s %-24s %-7s %-10s %-10s %-7s %-7s %-11s %-15s %-21s %s",
+		 "ID", "PEER", "ROLE", "DEVICE", "STATE", "QP", "PEER_QP",
+		 "CONNS/PEER", "TX/RX_MSGS", "TX/RX_BYTES", "CHUNKS/MEM");
+	return genl_dump_show(AFRDMA_CMD_GET_LINKS, json, link_show, header,
+			      "links", NULL);
+}
+
+/*
+ * afrdma links test ADDR [users N] [pages N]: AFRDMA_CMD_LINK_TEST, which
+ * sets up a link to ADDR unless there is one (net.afrdma.links=1; root).
+ */
+static int cmd_link_test(int argc, char **argv)
+{
+	char buf[MNL_SOCKET_BUFFER_SIZE];
+	struct sockaddr_in6 s6 = { .sin6_family = AF_INET6 };
+	struct sockaddr_in s4 = { .sin_family = AF_INET };
+	unsigned int portid, id;
+	struct mnl_socket *nl;
+	struct nlmsghdr *nlh;
+	struct nlattr *nest;
+	int k, ret = -1;
+	ssize_t n = -1;
+
+	if (argc < 1 || (argc - 1) % 2)
+		goto usage;
+	nl = genl_open(&portid, &id);
+	if (!nl)
+		return 1;
+	nlh = genl_request(buf, id, AFRDMA_CMD_LINK_TEST, NLM_F_ACK);
+	nest = mnl_attr_nest_start(nlh, AFRDMA_A_LINK);
+	if (inet_pton(AF_INET, argv[0], &s4.sin_addr) == 1) {
+		mnl_attr_put(nlh, AFRDMA_A_LINK_PEER, sizeof(s4), &s4);
+	} else if (inet_pton(AF_INET6, argv[0], &s6.sin6_addr) == 1) {
+		mnl_attr_put(nlh, AFRDMA_A_LINK_PEER, sizeof(s6), &s6);
+	} else {
+		mnl_socket_close(nl);
+		goto usage;
+	}
+	for (k = 1; k + 1 < argc; k += 2) {
+		char *end;
+		unsigned long v = strtoul(argv[k + 1], &end, 10);
+
+		if (*end || !*argv[k + 1]) {
+			mnl_socket_close(nl);
+			goto usage;
+		}
+		if (!strcmp(argv[k], "users")) {
+			mnl_attr_put_u32(nlh, AFRDMA_A_LINK_USERS, v);
+		} else if (!strcmp(argv[k], "pages")) {
+			mnl_attr_put_u32(nlh, AFRDMA_A_LINK_AREA_PAGES, v);
+		} else {
+			mnl_socket_close(nl);
+			goto usage;
+		}
+	}
+	mnl_attr_nest_end(nlh, nest);
+	if (mnl_socket_sendto(nl, nlh, nlh->nlmsg_len) >= 0)
+		n = mnl_socket_recvfrom(nl, buf, sizeof(buf));
+	if (n > 0)
+		ret = mnl_cb_run(buf, n, nlh->nlmsg_seq, portid, NULL, NULL);
+	if (ret < 0)
+		fprintf(stderr, "afrdma: links test: %s%s\n", strerror(errno),
+			errno == EOPNOTSUPP ? " (net.afrdma.links is 0)" : "");
+	mnl_socket_close(nl);
+	return ret < 0;
+
+usage:
+	fprintf(stderr, "usage: afrdma links test ADDR [users N] [pages N]\n");
+	return 2;
 }
 
 static void usage(FILE *f)
 {
 	fprintf(f, "Usage: afrdma params | ss [-l|-a] [-e] [-j] [FILTER] | stats [-j] | devices [-j]\n"
+		   "       | links [-j] | links test ADDR [users N] [pages N]\n"
 		   "  params      address family and IPPROTO numbers in effect\n"
 		   "  ss [-l|-a]  sockets (-l: listening only, -a: all), as ss -tni;\n"
 		   "              -e: extended detail, -j: JSON; FILTER as ss's:\n"
@@ -664,7 +863,13 @@ static void usage(FILE *f)
 		   "              listening, close, connected, all)... sport = :N dport = :N\n"
 		   "  stats [-j]  counters of this network namespace (-j: JSON)\n"
 		   "  devices [-j] RDMA devices afrdma uses, their ports and this\n"
-		   "              namespace's connections on each (-j: JSON)\n");
+		   "              namespace's connections on each (-j: JSON)\n"
+		   "  links [-j]  this namespace's links (net.afrdma.links): peer, role,\n"
+		   "              device, state, QPs, connections each end, control\n"
+		   "              messages and bytes each way, chunks/registered bytes\n"
+		   "  links test ADDR [users N] [pages N]\n"
+		   "              asks for a link to ADDR with N test users and a test\n"
+		   "              area of N pages (root; for tests until sockets use links)\n");
 }
 
 int main(int argc, char **argv)
@@ -679,6 +884,11 @@ int main(int argc, char **argv)
 	if (argc >= 2 && !strcmp(argv[1], "devices") &&
 	    (argc == 2 || (argc == 3 && !strcmp(argv[2], "-j"))))
 		return cmd_devices(argc == 3);
+	if (argc >= 2 && !strcmp(argv[1], "links") &&
+	    (argc == 2 || (argc == 3 && !strcmp(argv[2], "-j"))))
+		return cmd_links(argc == 3);
+	if (argc >= 3 && !strcmp(argv[1], "links") && !strcmp(argv[2], "test"))
+		return cmd_link_test(argc - 3, argv + 3);
 	if (argc == 2 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
 		usage(stdout);
 		return 0;

@@ -21,6 +21,7 @@
 #include <uapi/linux/afrdma.h>
 
 #include "compat/compat.h"
+#include "link.h"
 #include "ring.h"
 #include "wire.h"
 
@@ -137,6 +138,9 @@ struct afrdma_net {
 	int			max_half_open;	/* per listener */
 	int			half_open_per_peer;
 	int			half_open_timeout_ms;
+	int			links;		/* the link layer's switch */
+	int			links_idle_s;	/* an unused link's life */
+	struct afrdma_link_net	lnk;		/* link.c */
 	atomic_t		conns;		/* RDMA connections with resources */
 	atomic_t		orphans;	/* closed, still delivering */
 	atomic_t		half_open;	/* accepted, not yet established */
@@ -156,9 +160,10 @@ extern int afrdma_family;
 extern int afrdma_ipproto;
 
 /*
- * One per RDMA device, from the ib_client.  @conns and @removing are under
- * @lock.  Connections hold @ref; removal tears every connection down (and
- * with it each connection's PD) and waits for the last reference.
+ * One per RDMA device, from the ib_client.  @conns, @links and @removing
+ * are under @lock.  Connections and links hold @ref; removal tears every
+ * connection and link down (and with each its PD) and waits for the last
+ * reference.
  */
 struct afrdma_device {
 	struct ib_device	*ibdev;
@@ -166,6 +171,7 @@ struct afrdma_device {
 	u32			id;		/* grows in list order: a dump's place */
 	spinlock_t		lock;
 	struct list_head	conns;
+	struct list_head	links;		/* link.c */
 	bool			removing;
 	struct kref		ref;
 	struct completion	released;

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * afrdma RDMA device tracking: an ib_client that knows the devices in use
- * (each connection has a PD of its own, conn.c), and on removal resets
- * every connection that uses the device before the device may go.
+ * (each connection has a PD of its own, conn.c, and so has each link,
+ * link.c), and on removal resets every connection and tears down every
+ * link that uses the device before the device may go.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -113,6 +114,7 @@ static int afrdma_add_one(struct ib_device *ibdev)
 	dev->ibdev = ibdev;
 	spin_lock_init(&dev->lock);
 	INIT_LIST_HEAD(&dev->conns);
+	INIT_LIST_HEAD(&dev->links);
 	kref_init(&dev->ref);
 	init_completion(&dev->released);
 
@@ -164,6 +166,7 @@ static void afrdma_remove_one(struct ib_device *ibdev, void *client_data)
 		spin_lock_bh(&dev->lock);
 	}
 	spin_unlock_bh(&dev->lock);
+	afrdma_link_device_removed(dev);
 
 	afrdma_device_put(dev);
 	wait_for_completion(&dev->released);

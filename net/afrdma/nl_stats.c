@@ -3,7 +3,7 @@
  * afrdma's generic netlink family: the counters of the requester's network
  * namespace, what /proc/net/afrdma_stat shows, each as a name and a value
  * so that a reader needs no table of them (<linux/afrdma.h>).  Its device
- * dump is nl_dev.c's.
+ * dump is nl_dev.c's, its link dump and test command nl_link.c's.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -75,6 +75,20 @@ static const struct genl_small_ops afrdma_nls_ops[] = {
 		.cmd	= AFRDMA_CMD_GET_DEVICES,
 		.dumpit	= afrdma_nldev_dump,
 	},
+	{
+		.cmd	= AFRDMA_CMD_GET_LINKS,
+		.dumpit	= afrdma_link_dump,
+	},
+	{
+		.cmd	= AFRDMA_CMD_LINK_TEST,
+		.doit	= afrdma_link_nl_test,
+		.flags	= GENL_ADMIN_PERM,
+	},
+};
+
+/* Only AFRDMA_CMD_LINK_TEST takes attributes: a nest nl_link.c parses. */
+static const struct nla_policy afrdma_nls_policy[AFRDMA_A_MAX + 1] = {
+	[AFRDMA_A_LINK]	= { .type = NLA_NESTED },
 };
 
 struct genl_family afrdma_nls_family __ro_after_init = {
@@ -82,6 +96,8 @@ struct genl_family afrdma_nls_family __ro_after_init = {
 	.version	= AFRDMA_GENL_VERSION,
 	.netnsok	= true,
 	.module		= THIS_MODULE,
+	.maxattr	= AFRDMA_A_MAX,
+	.policy		= afrdma_nls_policy,
 	.small_ops	= afrdma_nls_ops,
 	.n_small_ops	= ARRAY_SIZE(afrdma_nls_ops),
 };

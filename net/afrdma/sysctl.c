@@ -32,6 +32,7 @@ static int afrdma_inline_max = AFRDMA_INLINE_MAX;
 static int afrdma_rzc_min_max = AFRDMA_MAX_SRCAVAIL;
 static int afrdma_half_open_timeout_min = 1000;
 static int afrdma_half_open_timeout_max = 600000;
+static int afrdma_links_idle_max = 7 * 24 * 3600;
 
 /*
  * The settings that size the memory a connection, or all of them, may
@@ -65,7 +66,29 @@ static struct afrdma_net afrdma_net_defaults = {
 	.max_half_open	= AFRDMA_MAX_HALF_OPEN,
 	.half_open_per_peer = AFRDMA_HALF_OPEN_PER_PEER,
 	.half_open_timeout_ms = AFRDMA_HALF_OPEN_TIMEOUT_MS,
+	.links_idle_s	= AFRDMA_LINK_IDLE_S,
 };
+
+/*
+ * net.afrdma.links: 1 starts the namespace's link listeners (link.c),
+ * 0 stops them and tears every link of the namespace down.  A listener
+ * that cannot start (the port taken) leaves it 0, and the write fails.
+ */
+static int afrdma_sysctl_links(AFRDMA_CTL_TABLE *table, int write,
+			       void *buffer, size_t *lenp, loff_t *ppos)
+{
+	struct afrdma_net *an = container_of((int *)table->data,
+					     struct afrdma_net, links);
+	int err;
+
+	err = proc_dointvec_minmax(table, write, buffer, lenp, ppos);
+	if (err || !write)
+		return err;
+	err = afrdma_link_switch(&an->lnk, READ_ONCE(an->links));
+	if (err)
+		WRITE_ONCE(an->links, 0);
+	return err;
+}
 
 static struct ctl_table afrdma_sysctl_template[] = {
 	{
@@ -241,6 +264,24 @@ static struct ctl_table afrdma_sysctl_template[] = {
 		.extra1		= &afrdma_half_open_timeout_min,
 		.extra2		= &afrdma_half_open_timeout_max,
 	},
+	{
+		.procname	= "links",
+		.data		= &afrdma_net_defaults.links,
+		.maxlen		= sizeof(int),
+		.mode		= 0644,
+		.proc_handler	= afrdma_sysctl_links,
+		.extra1		= SYSCTL_ZERO,
+		.extra2		= SYSCTL_ONE,
+	},
+	{
+		.procname	= "links_idle_s",
+		.data		= &afrdma_net_defaults.links_idle_s,
+		.maxlen		= sizeof(int),
+		.mode		= 0644,
+		.proc_handler	= proc_dointvec_minmax,
+		.extra1		= SYSCTL_ONE,
+		.extra2		= &afrdma_links_idle_max,
+	},
 	{ }	/* sentinel, for kernels that still want one */
 };
 
@@ -295,6 +336,7 @@ static int __net_init afrdma_net_init(struct net *net)
 	int err;
 
 	*an = afrdma_net_defaults;
+	afrdma_link_net_init(&an->lnk, net);
 	err = afrdma_stats_net_init(net, an);
 	if (err)
 		return err;
@@ -335,6 +377,8 @@ static void __net_exit afrdma_net_exit(struct net *net)
 
 	unregister_net_sysctl_table(an->sysctl);
 	kfree(table);
+	/* a namespace with links=1 gets here only at module unload: see link.c */
+	afrdma_link_net_exit(&an->lnk);
 	afrdma_diag_net_exit(net);
 	afrdma_stats_net_exit(net, an);
 }

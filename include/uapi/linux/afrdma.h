@@ -182,6 +182,22 @@ enum {
  * uses that the requester's namespace may see, each one AFRDMA_A_DEVICE
  * nest: its name, identity, the connections of the requester's namespace
  * on it, and an AFRDMA_A_DEV_PORT nest per port.
+ *
+ * AFRDMA_CMD_GET_LINKS, a dump request without attributes
+ * (net/afrdma/nl_link.c), is answered with a message per link of the
+ * requester's namespace (Documentation/links.rst), each one AFRDMA_A_LINK
+ * nest of AFRDMA_A_LINK_* attributes.  The QP numbers read 0 without
+ * CAP_NET_ADMIN.
+ *
+ * AFRDMA_CMD_LINK_TEST (CAP_NET_ADMIN; a test interface until connections
+ * use links) asks for a link to AFRDMA_A_LINK_PEER, a struct sockaddr_in
+ * or sockaddr_in6 whose port is ignored, as the first connection to that
+ * peer will: one is set up unless there is one.  AFRDMA_A_LINK_USERS, if
+ * given, sets how many test users the link has (a link with users does
+ * not expire); AFRDMA_A_LINK_AREA_PAGES, if given, how many pages of the
+ * link's registered memory a test area holds (0: none).  The answer comes
+ * before the link is up: the dump shows its progress.  EOPNOTSUPP while
+ * net.afrdma.links is 0.
  */
 #define AFRDMA_GENL_NAME	"afrdma"
 #define AFRDMA_GENL_VERSION	1
@@ -190,6 +206,8 @@ enum {
 	AFRDMA_CMD_UNSPEC,
 	AFRDMA_CMD_GET_STATS,
 	AFRDMA_CMD_GET_DEVICES,
+	AFRDMA_CMD_GET_LINKS,
+	AFRDMA_CMD_LINK_TEST,
 	__AFRDMA_CMD_MAX,
 };
 
@@ -199,6 +217,7 @@ enum {
 	AFRDMA_A_UNSPEC,
 	AFRDMA_A_STATS,			/* nest of AFRDMA_A_STATS_STAT */
 	AFRDMA_A_DEVICE,		/* nest of AFRDMA_A_DEV_* */
+	AFRDMA_A_LINK,			/* nest of AFRDMA_A_LINK_* */
 	__AFRDMA_A_MAX,
 };
 
@@ -257,5 +276,50 @@ enum {
 };
 
 #define AFRDMA_A_PORT_MAX	(__AFRDMA_A_PORT_MAX - 1)
+
+/* A link's state (AFRDMA_A_LINK_STATE) */
+enum {
+	AFRDMA_LINK_STATE_NONE,
+	AFRDMA_LINK_STATE_RESOLVING,	/* active: address and route */
+	AFRDMA_LINK_STATE_CONNECTING,	/* QP made, rdma_cm connecting */
+	AFRDMA_LINK_STATE_HELLO,	/* connected, HELLOs not yet both ways */
+	AFRDMA_LINK_STATE_UP,
+	AFRDMA_LINK_STATE_CLOSED,	/* torn down, about to go */
+	AFRDMA_LINK_STATE_MAX
+};
+
+/*
+ * Inside AFRDMA_A_LINK.  PEER and LOCAL are a struct sockaddr_in or
+ * sockaddr_in6; USERS are this end's connections on the link, PEER_USERS
+ * what the peer last said of its own (USE); MSGS and BYTES count the
+ * link's control messages and everything it carried each way; CHUNKS
+ * and MEM_BYTES the memory it registered, AREA_PAGES what of it is
+ * handed out.  PEER, USERS and AREA_PAGES also go in AFRDMA_CMD_LINK_TEST.
+ */
+enum {
+	AFRDMA_A_LINK_UNSPEC,
+	AFRDMA_A_LINK_PAD,
+	AFRDMA_A_LINK_ID,		/* u32: grows; a dump's place */
+	AFRDMA_A_LINK_STATE,		/* u8: AFRDMA_LINK_STATE_* */
+	AFRDMA_A_LINK_PASSIVE,		/* u8: 1 if the peer set it up */
+	AFRDMA_A_LINK_PEER,		/* binary: sockaddr */
+	AFRDMA_A_LINK_LOCAL,		/* binary: sockaddr */
+	AFRDMA_A_LINK_DEVICE,		/* string: the RDMA device */
+	AFRDMA_A_LINK_QPN,		/* u32 */
+	AFRDMA_A_LINK_PEER_QPN,		/* u32 */
+	AFRDMA_A_LINK_USERS,		/* u32 */
+	AFRDMA_A_LINK_PEER_USERS,	/* u32 */
+	AFRDMA_A_LINK_TX_MSGS,		/* u64 */
+	AFRDMA_A_LINK_RX_MSGS,		/* u64 */
+	AFRDMA_A_LINK_TX_BYTES,		/* u64 */
+	AFRDMA_A_LINK_RX_BYTES,		/* u64 */
+	AFRDMA_A_LINK_CHUNKS,		/* u32 */
+	AFRDMA_A_LINK_MEM_BYTES,	/* u64: registered */
+	AFRDMA_A_LINK_AREA_PAGES,	/* u32 */
+	AFRDMA_A_LINK_IDLE_MS,		/* u32: idle for, 0 if in use or not up */
+	__AFRDMA_A_LINK_MAX,
+};
+
+#define AFRDMA_A_LINK_MAX	(__AFRDMA_A_LINK_MAX - 1)
 
 #endif /* _UAPI_LINUX_AFRDMA_H */

@@ -18,4 +18,11 @@
 #define AFRDMA_ACCEPT_FLAGS	(flags)
 #endif
 
+/* The table a sysctl's proc_handler is given */
+#ifdef AFRDMA_HAVE_CTL_TABLE_CONST_HANDLER
+#define AFRDMA_CTL_TABLE	const struct ctl_table
+#else
+#define AFRDMA_CTL_TABLE	struct ctl_table
+#endif
+
 #endif /* _AFRDMA_COMPAT_H */

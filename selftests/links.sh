@@ -1,0 +1,269 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Links (Documentation/links.rst, step 3), through the test interface
+# `afrdma links test` until sockets use them.  With net.afrdma.links=0
+# nothing is created: no listener, no link, no QP, and the test interface
+# refuses.  With 1, the listener is up on link_port; a link to the local
+# address comes up on rxe0 (both ends on one device: an active and a
+# passive link), shows in `afrdma links` and its QPs in `rdma resource`,
+# carries HELLO and USE each way, registers a chunk for a test area and
+# releases it, expires links_idle_s after its last user, goes with its
+# device, and goes when the switch goes back to 0.  Everything is at
+# baseline after, and the module unloads (it is then loaded again).
+# Needs the vm-run guest's rxe0 on va; it replaces that device.  Prints TAP.
+set -u
+cd "$(dirname "$0")/.."
+addr=${AFRDMA_ADDR:-10.99.0.1}
+ko=build/${AFRDMA_KREL:-}/net/afrdma/afrdma.ko
+port=$(cat /sys/module/afrdma/parameters/link_port 2>/dev/null || echo 18637)
+tool=./tools/afrdma
+. selftests/lib.sh
+
+sysctl_set()
+{
+	echo "$2" > "/proc/sys/net/afrdma/$1"
+}
+
+# cm ids rdma_cm has on the link port (listeners and links)
+port_ids()
+{
+	rdma resource show cm_id 2>/dev/null | grep -c -- "-port $port\b\|:$port\b"
+}
+
+links_json()
+{
+	"$tool" links -j 2>/dev/null
+}
+
+# link_field ROLE FIELD: FIELD of the (first) link of ROLE, or empty
+link_field()
+{
+	links_json | python3 -c '
+import json, sys
+role, field = sys.argv[1], sys.argv[2]
+for l in json.load(sys.stdin):
+    if l["role"] == role:
+        print(l[field])
+        break
+' "$1" "$2"
+}
+
+nlinks()
+{
+	links_json | python3 -c 'import json, sys; print(len(json.load(sys.stdin)))'
+}
+
+# wait_until SECONDS CMD...: CMD true within SECONDS by the clock (each
+# try runs the tool and python, slow in a TCG guest), polled every 0.1 s
+wait_until()
+{
+	local end=$((SECONDS + $(scaled "$1")))
+
+	shift
+	while [ "$SECONDS" -lt "$end" ]; do
+		"$@" && return 0
+		sleep 0.1
+	done
+	"$@"
+}
+
+both_up()
+{
+	[ "$(link_field active state)" = up ] && [ "$(link_field passive state)" = up ]
+}
+
+no_links()
+{
+	[ "$(nlinks)" = 0 ]
+}
+
+show()
+{
+	"$tool" links 2>&1 | sed 's/^/# /'
+}
+
+add_rxe0()
+{
+	rdma link add rxe0 type rxe netdev va
+	for _ in $(seq "$(scaled 100)"); do
+		grep -q ACTIVE /sys/class/infiniband/rxe0/ports/1/state 2>/dev/null && break
+		sleep 0.1
+	done
+}
+
+echo "TAP version 13"
+echo "1..9"
+names="links_off_creates_nothing links_on_listens link_up link_hello_use
+link_chunk link_expiry link_device_removal links_off_tears_down
+links_baseline_unload"
+if ! rdma link show rxe0/1 >/dev/null 2>&1 || [ ! -x "$tool" ]; then
+	echo "# no rxe0 or no tools/afrdma: not inside tools/testing/vm-run"
+	for t in $names; do
+		tap_result fail "$t"
+	done
+	tap_totals
+	exit 1
+fi
+
+base_qps=$(rc_qps)
+idle0=$(cat /proc/sys/net/afrdma/links_idle_s)
+echo "# baseline: $base_qps RC QPs, links_idle_s $idle0, link_port $port"
+
+# 1. Off (the default): nothing anywhere, and the test interface refuses.
+off=$(cat /proc/sys/net/afrdma/links)
+out=$("$tool" links test "$addr" 2>&1)
+refused=$?
+echo "# links=$off; links test: $out"
+sleep 1
+if [ "$off" = 0 ] && [ $refused != 0 ] && [[ $out == *"links is 0"* ]] &&
+   no_links && [ "$(port_ids)" = 0 ] && [ "$(rc_qps)" = "$base_qps" ]; then
+	tap_result ok links_off_creates_nothing
+else
+	show
+	tap_result fail links_off_creates_nothing
+fi
+
+# 2. On: a listener on the link port, and still no link.
+sysctl_set links 1
+ids=$(port_ids)
+echo "# cm ids on port $port: $ids"
+if [ "$(cat /proc/sys/net/afrdma/links)" = 1 ] && [ "$ids" -ge 1 ] && no_links &&
+   [ "$(rc_qps)" = "$base_qps" ]; then
+	tap_result ok links_on_listens
+else
+	rdma resource show cm_id 2>&1 | sed 's/^/# /'
+	tap_result fail links_on_listens
+fi
+
+# 3. A link to our own address: the active end and the passive end, up,
+# their QPs in rdma resource.
+"$tool" links test "$addr" users 1 pages 4 2>&1 | sed 's/^/# /'
+wait_until 15 both_up
+show
+aq=$(link_field active qpn) pq=$(link_field passive qpn)
+qps=$(rdma resource show qp 2>/dev/null)
+echo "# QPs: active $aq, passive $pq; RC QPs now $(rc_qps)"
+if both_up && [ "$(rc_qps)" = $((base_qps + 2)) ] &&
+   grep -q "lqpn $aq .*type RC" <<< "$qps" && grep -q "lqpn $pq .*type RC" <<< "$qps" &&
+   [ "$(link_field active peer_qpn)" = "$pq" ] && [ "$(link_field passive peer_qpn)" = "$aq" ] &&
+   [ "$(link_field active device)" = rxe0 ]; then
+	tap_result ok link_up
+else
+	echo "$qps" | sed 's/^/# /'
+	tap_result fail link_up
+fi
+
+# 4. HELLO each way, then USE: the passive end knows of the active end's
+# one user.
+hello_use()
+{
+	[ "$(link_field active tx_msgs)" -ge 2 ] && [ "$(link_field passive rx_msgs)" -ge 2 ] &&
+	[ "$(link_field passive tx_msgs)" -ge 1 ] && [ "$(link_field active rx_msgs)" -ge 1 ] &&
+	[ "$(link_field passive peer_conns)" = 1 ] && [ "$(link_field active conns)" = 1 ] &&
+	[ "$(link_field passive conns)" = 0 ]
+}
+if wait_until 5 hello_use; then
+	tap_result ok link_hello_use
+else
+	show
+	tap_result fail link_hello_use
+fi
+
+# 5. The test area took a chunk, registered (64 pages); 0 pages frees it.
+chunk_held()
+{
+	[ "$(link_field active chunks)" = 1 ] && [ "$(link_field active area_pages)" = 4 ] &&
+	[ "$(link_field active mem_bytes)" -ge 65536 ]
+}
+chunk_gone()
+{
+	[ "$(link_field active chunks)" = 0 ] && [ "$(link_field active area_pages)" = 0 ]
+}
+ok=0
+wait_until 5 chunk_held && ok=1
+show
+"$tool" links test "$addr" pages 0
+wait_until 5 chunk_gone || ok=0
+if [ $ok = 1 ] && both_up; then
+	tap_result ok link_chunk
+else
+	show
+	tap_result fail link_chunk
+fi
+
+# 6. No users either end: both ends expire after links_idle_s, and their
+# QPs go.  With a user left, it must not.
+sysctl_set links_idle_s 2
+sleep "$(scaled 3)"
+held_on=0
+both_up && held_on=1
+echo "# with a user, after 3 s: $(link_field active state)"
+"$tool" links test "$addr" users 0
+t0=$(date +%s)
+wait_until 20 no_links
+t1=$(date +%s)
+echo "# expired after $((t1 - t0)) s; RC QPs $(rc_qps)"
+if [ $held_on = 1 ] && no_links && [ $((t1 - t0)) -ge 1 ] &&
+   [ "$(rc_qps)" = "$base_qps" ]; then
+	tap_result ok link_expiry
+else
+	show
+	tap_result fail link_expiry
+fi
+sysctl_set links_idle_s "$idle0"
+
+# 7. Removing the device takes its links (idle, far from expiry) with it.
+"$tool" links test "$addr" pages 1
+one_chunk()
+{
+	both_up && [ "$(link_field active chunks)" = 1 ]
+}
+wait_until 15 one_chunk
+up=0
+one_chunk && up=1
+timeout "$(scaled 30)" rdma link delete rxe0
+del=$?
+wait_until 10 no_links
+echo "# up before: $up, rdma link delete: $del, RC QPs $(rc_qps)"
+if [ $up = 1 ] && [ $del = 0 ] && no_links && [ "$(rc_qps)" = "$base_qps" ]; then
+	tap_result ok link_device_removal
+else
+	show
+	tap_result fail link_device_removal
+fi
+add_rxe0
+
+# 8. Switched off with a link up: the link and the listener go.
+"$tool" links test "$addr" users 2
+wait_until 15 both_up
+up=0
+both_up && up=1
+sysctl_set links 0
+echo "# up before: $up; after links=0: $(nlinks) links, $(port_ids) cm ids on the port"
+if [ $up = 1 ] && no_links && [ "$(port_ids)" = 0 ] && [ "$(rc_qps)" = "$base_qps" ]; then
+	tap_result ok links_off_tears_down
+else
+	show
+	tap_result fail links_off_tears_down
+fi
+
+# 9. Baseline, and the module unloads with links=1 and a link half set up.
+ok=1
+[ "$(rc_qps)" = "$base_qps" ] || ok=0
+sysctl_set links 1
+"$tool" links test "$addr" users 1
+sleep 0.5
+if ! unload_afrdma "$(scaled 10)"; then
+	echo "# rmmod afrdma failed"
+	ok=0
+fi
+if [ $ok = 1 ] && [ "$(port_ids)" = 0 ] && [ "$(rc_qps)" = "$base_qps" ]; then
+	tap_result ok links_baseline_unload
+else
+	rdma resource show cm_id 2>&1 | sed 's/^/# /'
+	tap_result fail links_baseline_unload
+fi
+[ -d /sys/module/afrdma ] || insmod "$ko"
+tap_totals
+[ $fail = 0 ]
