@@ -87,7 +87,8 @@ drained_reload()
 }
 
 tests="device_removal device_added_later device_removal_under_load
-device_removal_zerocopy device_removal_listener device_removal_churn
+device_removal_zerocopy device_removal_listener device_removal_accept_queue
+device_removal_churn
 device_removal_churn_connects device_removal_churn_leftovers
 device_removal_churn_reload device_removal_churn_log"
 
@@ -332,6 +333,71 @@ if listener_removal; then
 	tap_result ok device_removal_listener
 else
 	tap_result fail device_removal_listener
+fi
+add_rxe0
+
+# A wildcard listener outlives rxe0; the three connections in its accept
+# queue when rxe0 goes are reset there.  As TCP's, accept() still returns
+# each, with its peer's name, and the reset comes from recv(); it once
+# failed with ECONNABORTED (the name went with the cm id) and dropped it.
+accept_queue_removal()
+{
+	local log rc
+
+	log=$(mktemp)
+	python3 - "$addr" "$log.gone" "$(scaled 30)" > "$log" 2>&1 <<'PY' &
+import os, socket, sys, time
+addr, gone, limit = sys.argv[1], sys.argv[2], int(sys.argv[3])
+p = int(open("/sys/module/afrdma/parameters/ipproto").read())
+s = socket.socket(socket.AF_INET, socket.SOCK_STREAM, p)
+s.bind(("0.0.0.0", 0))
+s.listen(8)
+port = s.getsockname()[1]
+cs = [socket.socket(socket.AF_INET, socket.SOCK_STREAM, p) for _ in range(3)]
+for c in cs:
+    c.connect((addr, port))
+names = [c.getsockname() for c in cs]
+end = time.time() + limit
+while time.time() < end:
+    rows = [l.split() for l in open("/proc/net/afrdma")][1:]
+    if any(r[0] == "LISTEN" and r[1].endswith(":%d" % port) and r[4] == "3"
+           for r in rows):
+        break
+    time.sleep(0.1)
+print("connected", flush=True)
+while not os.path.exists(gone) and time.time() < end:
+    time.sleep(0.1)
+s.settimeout(limit)
+for _ in cs:
+    try:
+        a, peer = s.accept()
+    except OSError as e:
+        print("accept failed:", e)
+        continue
+    print("accepted", "known peer" if peer in names else "unknown peer %r" % (peer,))
+    try:
+        print("recv returned %r" % a.recv(10))
+    except ConnectionResetError:
+        print("recv ECONNRESET")
+    a.close()
+s.close()
+for c in cs:
+    c.close()
+PY
+	remove_under $! "$log"
+	rc=$?
+	sed 's/^/# /' "$log"
+	[ $rc = 0 ] && [ "$(grep -c '^accepted known peer$' "$log")" = 3 ] &&
+		[ "$(grep -c '^recv ECONNRESET$' "$log")" = 3 ]
+	rc=$?
+	rm -f "$log"
+	return $rc
+}
+
+if accept_queue_removal; then
+	tap_result ok device_removal_accept_queue
+else
+	tap_result fail device_removal_accept_queue
 fi
 add_rxe0
 

@@ -652,6 +652,7 @@ static int afrdma_getname(struct socket *sock, struct sockaddr *uaddr,
 	struct sock *sk = sock->sk;
 	struct afrdma_sock *ars = afrdma_sk(sk);
 	const struct sockaddr *src = NULL;
+	struct sockaddr_storage kept;
 	int len;
 
 	/* listen() after shutdown() may replace ars->tcp: hold it still. */
@@ -667,18 +668,36 @@ static int afrdma_getname(struct socket *sock, struct sockaddr *uaddr,
 		 * it closed, always for accept() (@peer 2), which would
 		 * otherwise fail with ECONNABORTED and drop the connection.
 		 */
-		if (!ars->cm_id || ars->transport != AFRDMA_TRANSPORT_RDMA ||
+		if (ars->transport != AFRDMA_TRANSPORT_RDMA ||
 		    (peer == 1 && ((1 << sk->sk_state) &
 				   (TCPF_CLOSE | TCPF_SYN_SENT)))) {
 			release_sock(sk);
 			return -ENOTCONN;
 		}
-		src = (struct sockaddr *)&ars->cm_id->route.addr.dst_addr;
+		if (ars->cm_id) {
+			src = (struct sockaddr *)&ars->cm_id->route.addr.dst_addr;
+		} else {
+			/*
+			 * The cm id went with its device while the connection
+			 * waited for accept(): the listing kept the name.
+			 */
+			afrdma_diag_get_names(sk, NULL, &kept);
+			if (!kept.ss_family) {
+				release_sock(sk);
+				return -ENOTCONN;
+			}
+			src = (struct sockaddr *)&kept;
+		}
 	} else if (ars->cm_id) {
 		src = (struct sockaddr *)&ars->cm_id->route.addr.src_addr;
 	} else if (ars->saddr.ss_family) {
 		/* A stopped listener keeps bind()'s address, as TCP does. */
 		src = (struct sockaddr *)&ars->saddr;
+	} else if (ars->transport == AFRDMA_TRANSPORT_RDMA) {
+		/* A connection whose cm id went with its device */
+		afrdma_diag_get_names(sk, &kept, NULL);
+		if (kept.ss_family)
+			src = (struct sockaddr *)&kept;
 	}
 	len = afrdma_put_addr(sk, uaddr, src);
 	release_sock(sk);

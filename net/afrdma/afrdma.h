@@ -491,6 +491,8 @@ struct sock *afrdma_diag_find(const struct net *net, u32 *id);
 void afrdma_diag_set_tcp(struct sock *sk, struct socket *tcp);
 void afrdma_diag_set_names(struct sock *sk, const struct sockaddr *src,
 			   const struct sockaddr *dst);
+void afrdma_diag_get_names(struct sock *sk, struct sockaddr_storage *src,
+			   struct sockaddr_storage *dst);
 void afrdma_diag_set_conn(struct sock *sk, const struct afrdma_conn *conn);
 void afrdma_diag_set_cm(struct sock *sk, struct rdma_cm_id *id);
 void afrdma_diag_queues(struct sock *sk, u32 *rxq, u32 *txq);

@@ -102,6 +102,21 @@ void afrdma_diag_set_names(struct sock *sk, const struct sockaddr *src,
 	xa_unlock_bh(socks);
 }
 
+/* Copies out what afrdma_diag_set_names() recorded (either may be NULL). */
+void afrdma_diag_get_names(struct sock *sk, struct sockaddr_storage *src,
+			   struct sockaddr_storage *dst)
+{
+	struct xarray *socks = afrdma_diag_socks(sk);
+	struct afrdma_sock *ars = afrdma_sk(sk);
+
+	xa_lock_bh(socks);
+	if (src)
+		*src = ars->diag_src;
+	if (dst)
+		*dst = ars->diag_dst;
+	xa_unlock_bh(socks);
+}
+
 /* The RDMA side of an established connection, for the listing. */
 void afrdma_diag_set_conn(struct sock *sk, const struct afrdma_conn *conn)
 {
