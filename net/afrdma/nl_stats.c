@@ -57,6 +57,9 @@ static int afrdma_nls_get_stats(struct sk_buff *skb, struct genl_info *info)
 	/* Closed sockets whose data is still being delivered. */
 	if (afrdma_nls_put(msg, "CurrOrphans", atomic_read(&an->orphans), true))
 		goto nospace;
+	/* Accepted connections whose handshake is still going on. */
+	if (afrdma_nls_put(msg, "CurrHalfOpen", atomic_read(&an->half_open), true))
+		goto nospace;
 	nla_nest_end(msg, stats);
 	genlmsg_end(msg, hdr);
 	return genlmsg_reply(msg, info);
