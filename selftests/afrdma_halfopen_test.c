@@ -36,6 +36,8 @@
 /* The half-open bound set for the test (default 30 s), and its slack. */
 #define TIMEOUT_MS	5000
 #define TIMEOUT_SLACK	10.0
+/* half_open_per_peer for the test (default 64): the figures' condition */
+#define PER_PEER	16
 /* The second address on rxe0's netdev, for the legitimate client. */
 #define ADDR2		"10.99.0.2"
 #define ADDR2_GID	"0000:0000:0000:0000:0000:ffff:0a63:0002"
@@ -290,7 +292,8 @@ FIXTURE(halfopen) {
 	unsigned short	port;
 	int		timeout0;	/* half_open_timeout_ms to restore */
 	int		max0;		/* max_half_open to restore */
-	int		per_peer;
+	int		per_peer;	/* set for the test: PER_PEER */
+	int		per_peer0;	/* half_open_per_peer to restore */
 	char		dev[32];
 	long long	kmem0;
 };
@@ -309,16 +312,18 @@ FIXTURE_SETUP(halfopen)
 	self->kmem0 = drain(_metadata, 60);
 	ASSERT_LT(0, self->kmem0);
 
-	self->per_peer = afrdma_sysctl("half_open_per_peer", -1);
+	self->per_peer0 = afrdma_sysctl("half_open_per_peer", -1);
 	self->max0 = afrdma_sysctl("max_half_open", -1);
 	self->timeout0 = afrdma_sysctl("half_open_timeout_ms", -1);
-	if (self->timeout0 < 0 || self->per_peer < 0) {
+	self->per_peer = PER_PEER;
+	if (self->timeout0 < 0 || self->per_peer0 < 0) {
 		/* Without the bounds: the checks below say what happens. */
-		TH_LOG("no net.afrdma.half_open_*: assuming 16 per peer");
-		self->per_peer = 16;
+		TH_LOG("no net.afrdma.half_open_*: the checks assume %d per peer",
+		       PER_PEER);
 	} else {
 		ASSERT_EQ(TIMEOUT_MS, afrdma_sysctl("half_open_timeout_ms",
 						    TIMEOUT_MS));
+		ASSERT_EQ(PER_PEER, afrdma_sysctl("half_open_per_peer", PER_PEER));
 	}
 
 	ASSERT_EQ(0, rxe_netdev(self->dev, sizeof(self->dev)));
@@ -342,6 +347,8 @@ FIXTURE_TEARDOWN(halfopen)
 		afrdma_sysctl("half_open_timeout_ms", self->timeout0);
 	if (self->max0 > 0)
 		afrdma_sysctl("max_half_open", self->max0);
+	if (self->per_peer0 > 0)
+		afrdma_sysctl("half_open_per_peer", self->per_peer0);
 }
 
 struct watch {

@@ -46,7 +46,7 @@
  * per listener, per peer address, and how long one may stay half-open.
  */
 #define AFRDMA_MAX_HALF_OPEN	128
-#define AFRDMA_HALF_OPEN_PER_PEER	16
+#define AFRDMA_HALF_OPEN_PER_PEER	64
 #define AFRDMA_HALF_OPEN_TIMEOUT_MS	30000
 /* Keepalive defaults in seconds and probes, as TCP's */
 #define AFRDMA_KEEPALIVE_TIME	7200
