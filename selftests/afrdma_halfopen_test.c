@@ -60,14 +60,6 @@ static const char *addr4(void)
 	return test_addr(false);
 }
 
-static double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
 static double scale(double secs)
 {
 	const char *s = getenv("AFRDMA_TIME_SCALE");
@@ -131,21 +123,6 @@ static long long drain(struct __test_metadata *_metadata, double secs)
 	return a;
 }
 
-/* Prints what the tool wrote, as TAP comments. */
-static void show_log(int fd)
-{
-	char line[512];
-	FILE *f;
-
-	lseek(fd, 0, SEEK_SET);
-	f = fdopen(dup(fd), "r");
-	if (!f)
-		return;
-	while (fgets(line, sizeof(line), f))
-		printf("# %s", line);
-	fclose(f);
-}
-
 static bool log_has(int fd, const char *what)
 {
 	char buf[65536];
@@ -175,22 +152,6 @@ static pid_t start_tool(int logfd, const char *tcase, unsigned short port,
 		_exit(127);
 	}
 	return pid;
-}
-
-/* Its exit status within @secs, or -1 (then killed). */
-static int wait_tool(pid_t pid, double secs)
-{
-	double end = now() + secs;
-	int status;
-
-	while (now() < end) {
-		if (waitpid(pid, &status, WNOHANG) == pid)
-			return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
-		usleep(20000);
-	}
-	kill(pid, SIGKILL);
-	waitpid(pid, &status, 0);
-	return -1;
 }
 
 static bool tool_running(pid_t pid)

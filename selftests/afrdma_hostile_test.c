@@ -38,14 +38,6 @@ static const char *addr4(void)
 	return a ? a : "10.99.0.1";
 }
 
-static double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
 /* The well-behaved connection: a checksummed stream in one direction. */
 struct bystander {
 	int			cfd, sfd;
@@ -113,37 +105,6 @@ static bool bystander_moves(struct bystander *b, unsigned long long more,
 		usleep(10000);
 	}
 	return false;
-}
-
-/* Waits up to @secs for @pid; its exit status, or -1 (then killed). */
-static int wait_tool(pid_t pid, double secs)
-{
-	double end = now() + secs;
-	int status;
-
-	while (now() < end) {
-		if (waitpid(pid, &status, WNOHANG) == pid)
-			return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
-		usleep(20000);
-	}
-	kill(pid, SIGKILL);
-	waitpid(pid, &status, 0);
-	return -1;
-}
-
-/* Prints what the tool wrote, as TAP comments. */
-static void show_log(int fd)
-{
-	char line[512];
-	FILE *f;
-
-	lseek(fd, 0, SEEK_SET);
-	f = fdopen(dup(fd), "r");
-	if (!f)
-		return;
-	while (fgets(line, sizeof(line), f))
-		printf("# %s", line);
-	fclose(f);
 }
 
 FIXTURE(hostile) {

@@ -15,6 +15,9 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
+#include <signal.h>
+#include <time.h>
 #include <unistd.h>
 
 /* The address of rxe0's netdev (va), from vm-run's environment. */
@@ -276,6 +279,46 @@ static inline int recv_while_connecting(int fd, int lfd, int *sfd,
 		return -1;
 	}
 	return 0;
+}
+
+/* Seconds on the monotonic clock. */
+static inline double now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* Waits up to @secs for @pid; its exit status, or -1 (then killed). */
+static inline int wait_tool(pid_t pid, double secs)
+{
+	double end = now() + secs;
+	int status;
+
+	while (now() < end) {
+		if (waitpid(pid, &status, WNOHANG) == pid)
+			return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
+		usleep(20000);
+	}
+	kill(pid, SIGKILL);
+	waitpid(pid, &status, 0);
+	return -1;
+}
+
+/* Prints what a tool wrote to the file @fd, as TAP comments. */
+static inline void show_log(int fd)
+{
+	char line[512];
+	FILE *f;
+
+	lseek(fd, 0, SEEK_SET);
+	f = fdopen(dup(fd), "r");
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f))
+		printf("# %s", line);
+	fclose(f);
 }
 
 #endif /* _AFRDMA_SELFTEST_H */
