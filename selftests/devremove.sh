@@ -19,15 +19,6 @@ addr=${AFRDMA_ADDR:-10.99.0.1}
 ko=build/${AFRDMA_KREL:-}/net/afrdma/afrdma.ko
 . selftests/lib.sh
 
-add_rxe0()
-{
-	rdma link add rxe0 type rxe netdev va
-	for _ in $(seq "$(scaled 100)"); do
-		grep -q ACTIVE /sys/class/infiniband/rxe0/ports/1/state 2>/dev/null && break
-		sleep 0.1
-	done
-}
-
 # remove_under PID LOG: once the program PID says "connected" in LOG,
 # deletes rxe0 under it and creates LOG.gone, then waits for the program
 # to end.  Fails if the deletion failed.

@@ -157,3 +157,14 @@ need()
 		fi
 	done
 }
+
+# Recreates the guest's rxe0 on its veth end va (after a test deleted it)
+# and waits, scaled, for its port to come up.
+add_rxe0()
+{
+	rdma link add rxe0 type rxe netdev va
+	for _ in $(seq "$(scaled 100)"); do
+		grep -q ACTIVE /sys/class/infiniband/rxe0/ports/1/state 2>/dev/null && break
+		sleep 0.1
+	done
+}

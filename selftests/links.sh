@@ -83,15 +83,6 @@ show()
 	"$tool" links 2>&1 | sed 's/^/# /'
 }
 
-add_rxe0()
-{
-	rdma link add rxe0 type rxe netdev va
-	for _ in $(seq "$(scaled 100)"); do
-		grep -q ACTIVE /sys/class/infiniband/rxe0/ports/1/state 2>/dev/null && break
-		sleep 0.1
-	done
-}
-
 echo "TAP version 13"
 echo "1..9"
 names="links_off_creates_nothing links_on_listens link_up link_hello_use
