@@ -28,6 +28,9 @@
 #                                 module (updates/), tools, uapi header, man pages
 #   make uninstall
 #   make fuzz [FUZZ_SECONDS=60]   libFuzzer on the wire-format parser
+#   make fuzz-kernel [FUZZ_SECONDS=60]
+#                                 afrdma-sysfuzz and trinity on afrdma's
+#                                 sockets, on the debug kernel
 #   make clean
 #   make help                     this list
 #
@@ -57,7 +60,7 @@ MANS	:= man/afrdma.7 man/afrdma.8 man/afrdma-run.1 man/afrdma-perf.1
 CHECK_KRELS ?=
 
 .PHONY: all module tools selftests check check-debug check-kcsan ci stress demo bench clean kdir-check deps \
-	install install-module install-user uninstall fuzz help
+	install install-module install-user uninstall fuzz fuzz-kernel help
 
 all: module tools selftests
 
@@ -92,10 +95,12 @@ module: kdir-check $(COMPAT_H)
 HOSTILE := tools/testing/afrdma-hostile
 # make bench's RDS client, not installed
 RDS_PERF := tools/rds-perf
+# The system-call fuzzer (selftests/sysfuzz.sh), not installed
+SYSFUZZ := tools/testing/afrdma-sysfuzz
 HAVE_RDMACM := $(shell printf '\043include <rdma/rdma_cma.h>\n' | \
 	$(CC) -E -x c - >/dev/null 2>&1 && echo y)
 
-tools: $(TOOLS) $(RDS_PERF) $(if $(HAVE_RDMACM),$(HOSTILE))
+tools: $(TOOLS) $(RDS_PERF) $(SYSFUZZ) $(if $(HAVE_RDMACM),$(HOSTILE))
 
 $(HOSTILE): tools/testing/afrdma-hostile.c net/afrdma/wire.c net/afrdma/wire.h
 	$(CC) $(TOOL_CFLAGS) -Inet/afrdma -o $@ $< net/afrdma/wire.c \
@@ -109,6 +114,9 @@ tools/afrdma-perf: tools/afrdma-perf.c $(TOOL_DEPS)
 
 $(RDS_PERF): tools/rds-perf.c
 	$(CC) $(TOOL_CFLAGS) -o $@ $<
+
+$(SYSFUZZ): tools/testing/afrdma-sysfuzz.c $(TOOL_DEPS)
+	$(CC) $(TOOL_CFLAGS) -Itools -o $@ $< -lpthread
 
 tools/libafrdma-preload.so: tools/preload.c $(TOOL_DEPS)
 	$(CC) $(TOOL_CFLAGS) -fPIC -shared -o $@ $< -ldl
@@ -183,6 +191,13 @@ FUZZ_SECONDS ?= 60
 fuzz:
 	$(MAKE) -C tools/testing/fuzz run FUZZ_SECONDS=$(FUZZ_SECONDS)
 
+# The system-call fuzzers (selftests/sysfuzz.sh: afrdma-sysfuzz and
+# trinity) for FUZZ_SECONDS each on the debug kernel.  make check runs them
+# for 20 s each on the stock kernels.
+fuzz-kernel:
+	@DEBUG_TESTS=sysfuzz FUZZ_SECONDS=$(FUZZ_SECONDS) \
+		DEBUG_TIMEOUT=$$(($(FUZZ_SECONDS) * 3 + 1800)) ./tools/testing/check-debug
+
 clean:
 	-[ -f "$(KDIR)/Makefile" ] && $(MAKE) -C "$(KDIR)" M="$(CURDIR)" clean
 	$(MAKE) -C selftests clean
@@ -190,7 +205,7 @@ clean:
 	$(MAKE) -C tools/testing/ring clean
 	$(MAKE) -C tools/testing/link_area clean
 	$(MAKE) -C tools/testing/link_msg clean
-	rm -f $(TOOLS) $(RDS_PERF) $(HOSTILE) $(COMPAT_H)
+	rm -f $(TOOLS) $(RDS_PERF) $(SYSFUZZ) $(HOSTILE) $(COMPAT_H)
 	rm -rf build
 
 FORCE:

@@ -39,27 +39,6 @@ remove_under()
 	return $del
 }
 
-# Sockets in /proc/net/afrdma, header aside.
-afrdma_socks()
-{
-	echo $(($(wc -l < /proc/net/afrdma) - 1))
-}
-
-# wait_drained SECONDS: waits up to SECONDS for every afrdma socket and
-# RC QP to go (orphans live up to 10 s); sets $socks and $qps to what is
-# left.
-wait_drained()
-{
-	local t=$((SECONDS + $1))
-
-	while :; do
-		socks=$(afrdma_socks) qps=$(rc_qps)
-		[ "$socks" = 0 ] && [ "$qps" = 0 ] && return 0
-		[ $SECONDS -ge $t ] && return 1
-		sleep 1
-	done
-}
-
 # drained_reload SECONDS: once wait_drained SECONDS, unloads the module
 # and loads it again.  Says what held it if it cannot.
 drained_reload()

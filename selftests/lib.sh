@@ -98,6 +98,27 @@ unload_afrdma()
 	[ ! -d /sys/module/afrdma ]
 }
 
+# Sockets in /proc/net/afrdma, header aside.
+afrdma_socks()
+{
+	echo $(($(wc -l < /proc/net/afrdma) - 1))
+}
+
+# wait_drained SECONDS: waits up to SECONDS for every afrdma socket and
+# RC QP to go (orphans live up to 10 s); sets $socks and $qps to what is
+# left.
+wait_drained()
+{
+	local t=$((SECONDS + $1))
+
+	while :; do
+		socks=$(afrdma_socks) qps=$(rc_qps)
+		[ "$socks" = 0 ] && [ "$qps" = 0 ] && return 0
+		[ $SECONDS -ge $t ] && return 1
+		sleep 1
+	done
+}
+
 # qp_watch_start; ...; qp_watch_stop: sets $qp_max to the most RC QPs seen
 # in between, sampled every 0.2 s.
 qp_watch_start()

@@ -110,6 +110,7 @@ run misuse python3 ./selftests/misuse.py
 run diag python3 ./selftests/diag.py
 run memcg python3 ./selftests/memcg.py
 run tour ./selftests/tour.sh
+run sysfuzz ./selftests/sysfuzz.sh
 # It replaces rxe0 too, and reloads the module.
 run links ./selftests/links.sh
 # Last: it replaces rxe0.
