@@ -4,7 +4,7 @@
  * requests that it never completes (its CM gets the REP and never sends
  * the RTU), and the listener must behave as TCP's SYN queue does:
  *
- * req_flood: 4,096 such requests from one address.  At most
+ * req_flood: 4,096 such requests from one address (a debug kernel: 1,024).  At most
  *   net.afrdma.half_open_per_peer of them hold a connection (RC QP and
  *   receive buffers) at any time; kernel memory (SUnreclaim + VmallocUsed)
  *   grows by at most FLOOD_KMEM_MAX, the flooder's own CM state included;
@@ -16,6 +16,10 @@
  *   bound while the attacker still holds its side.
  * listener_bound: with net.afrdma.max_half_open below the per-peer bound,
  *   64 requests hold no more than it.
+ * memory_full: with afrdma's share of memory at net.afrdma.mem's max, the
+ *   listener drops requests (MemoryDrops) and holds nothing for them, a
+ *   client's own connect fails with ENOMEM (fallback off) or goes to TCP
+ *   (resources); once the share is back, the client connects over RDMA.
  *
  * Each case first waits for what earlier tests left to drain.  Prints TAP.
  */
@@ -31,6 +35,7 @@
 #include "afrdma_selftest.h"
 
 #define HOSTILE		"tools/testing/afrdma-hostile"
+/* The flood; a debug kernel (AFRDMA_TIME_SCALE > 1) sends that many fewer. */
 #define FLOOD_N		4096
 #define BACKLOG		1024
 /* The half-open bound set for the test (default 30 s), and its slack. */
@@ -71,6 +76,11 @@ static double scale(double secs)
  * Kernel memory that stays until freed, in bytes: unreclaimable slab
  * (kmalloc's large buffers included) and vmalloc (rxe's queues).
  */
+static int flood_n(void)
+{
+	return (int)(FLOOD_N / scale(1));
+}
+
 static long long kmem(void)
 {
 	FILE *f = fopen("/proc/meminfo", "r");
@@ -257,7 +267,27 @@ FIXTURE(halfopen) {
 	int		per_peer0;	/* half_open_per_peer to restore */
 	char		dev[32];
 	long long	kmem0;
+	char		mem0[96];	/* net.afrdma.mem to restore */
 };
+
+#define MEM_SYSCTL	"/proc/sys/net/afrdma/mem"
+
+/* Reads (@set NULL) or writes net.afrdma.mem; 0, or -1. */
+static int mem_sysctl(char *get, size_t len, const char *set)
+{
+	FILE *f = fopen(MEM_SYSCTL, set ? "w" : "r");
+	int ret = 0;
+
+	if (!f)
+		return -1;
+	if (set)
+		ret = fputs(set, f) < 0 ? -1 : 0;
+	else if (!fgets(get, (int)len, f))
+		ret = -1;
+	if (fclose(f))
+		ret = -1;
+	return ret;
+}
 
 FIXTURE_SETUP(halfopen)
 {
@@ -266,6 +296,7 @@ FIXTURE_SETUP(halfopen)
 	self->lfd = -1;
 	self->timeout0 = -1;
 	self->dev[0] = 0;
+	self->mem0[0] = 0;
 	if (access(HOSTILE, X_OK))
 		SKIP(return, HOSTILE " not built (needs librdmacm-dev and libibverbs-dev)");
 	if (rc_qps() < 0)
@@ -310,6 +341,8 @@ FIXTURE_TEARDOWN(halfopen)
 		afrdma_sysctl("max_half_open", self->max0);
 	if (self->per_peer0 > 0)
 		afrdma_sysctl("half_open_per_peer", self->per_peer0);
+	if (self->mem0[0])
+		mem_sysctl(NULL, 0, self->mem0);
 }
 
 struct watch {
@@ -330,7 +363,8 @@ static void watch(struct watch *w)
 		w->kmem_max = k;
 }
 
-TEST_F_TIMEOUT(halfopen, req_flood, 300)
+/* The harness's bounds allow a debug kernel's scaled waits. */
+TEST_F_TIMEOUT(halfopen, req_flood, 900)
 {
 	long long drops0 = stat0("HalfOpenDrops"), tos0 = stat0("HalfOpenTimeouts");
 	struct watch w = { 0, 0, self->kmem0 };
@@ -343,7 +377,7 @@ TEST_F_TIMEOUT(halfopen, req_flood, 300)
 	logfd = memfd_create("flood-log", 0);
 	ASSERT_LE(0, logfd);
 	/* Held long enough for all below; killed at the end. */
-	pid = start_tool(logfd, "req-flood", self->port, FLOOD_N, 600);
+	pid = start_tool(logfd, "req-flood", self->port, flood_n(), 600);
 	ASSERT_LT(0, pid);
 
 	/* The flood goes out; never more half-open than one peer may have. */
@@ -378,10 +412,10 @@ TEST_F_TIMEOUT(halfopen, req_flood, 300)
 	 * after the first on 6.12, later on 6.1): they are dropped again.
 	 */
 	for (t0 = now(); now() - t0 < scale(20) &&
-	     stat0("HalfOpenDrops") - drops0 < FLOOD_N; usleep(250000))
+	     stat0("HalfOpenDrops") - drops0 < flood_n(); usleep(250000))
 		watch(&w);
 	TH_LOG("HalfOpenDrops +%lld (%d requests) %.1f s later", stat0("HalfOpenDrops") - drops0,
-	       FLOOD_N, now() - t0);
+	       flood_n(), now() - t0);
 	err = legit_client(self->lfd, self->port, &took);
 	EXPECT_EQ(0, err) TH_LOG("legitimate client, again: %s", strerror(err));
 	TH_LOG("legitimate client again, under the requests sent again: %s, connect took %.2f s",
@@ -439,7 +473,7 @@ TEST_F_TIMEOUT(halfopen, req_flood, 300)
 	EXPECT_GE(DRAIN_KMEM_MAX, k - self->kmem0);
 }
 
-TEST_F_TIMEOUT(halfopen, rtu_withhold, 120)
+TEST_F_TIMEOUT(halfopen, rtu_withhold, 400)
 {
 	long long tos0 = stat0("HalfOpenTimeouts");
 	double t0, up = 0, t;
@@ -481,7 +515,7 @@ TEST_F_TIMEOUT(halfopen, rtu_withhold, 120)
 	EXPECT_EQ(0, st);
 }
 
-TEST_F_TIMEOUT(halfopen, listener_bound, 120)
+TEST_F_TIMEOUT(halfopen, listener_bound, 400)
 {
 	int logfd, st, half_max = 0, qps_max = 0, h, q;
 	long long tos0 = stat0("HalfOpenTimeouts");
@@ -519,6 +553,81 @@ TEST_F_TIMEOUT(halfopen, listener_bound, 120)
 	show_log(logfd);
 	close(logfd);
 	EXPECT_EQ(128, st);
+}
+
+/* A client of its own (fallback @fb): its transport, or -errno. */
+static int own_client(unsigned short port, int fb)
+{
+	int fd = socket(AF_INET, SOCK_STREAM, afrdma_ipproto_nr()), t = -1;
+	struct sockaddr_storage dst;
+	socklen_t len, tl = sizeof(t);
+
+	if (fd < 0)
+		return -errno;
+	len = afrdma_make_addr(&dst, addr4(), port);
+	if (setsockopt(fd, SOL_RDMA, AFRDMA_FALLBACK, &fb, sizeof(fb)) ||
+	    connect(fd, (struct sockaddr *)&dst, len) ||
+	    getsockopt(fd, SOL_RDMA, AFRDMA_TRANSPORT, &t, &tl))
+		t = -errno;
+	close(fd);
+	return t;
+}
+
+TEST_F_TIMEOUT(halfopen, memory_full, 400)
+{
+	long long pages = afrdma_stat("MemoryPages"), drops0, drops;
+	int logfd, st, half_max = 0, qps_max = 0, h, q, sfd;
+	char full[64];
+	double t0;
+	pid_t pid;
+
+	ASSERT_EQ(0, mem_sysctl(self->mem0, sizeof(self->mem0), NULL))
+		TH_LOG("no " MEM_SYSCTL);
+	ASSERT_LE(0, pages) TH_LOG("no MemoryPages in /proc/net/afrdma_stat");
+	/* Drained: no connection, so no buffer is charged. */
+	EXPECT_EQ(0, pages);
+	/* Whatever is charged now fills the share. */
+	snprintf(full, sizeof(full), "0 0 %lld\n", pages);
+	ASSERT_EQ(0, mem_sysctl(NULL, 0, full));
+	drops0 = stat0("MemoryDrops");
+
+	logfd = memfd_create("memfull-log", 0);
+	ASSERT_LE(0, logfd);
+	pid = start_tool(logfd, "req-flood", self->port, 8, 60);
+	ASSERT_LT(0, pid);
+	for (t0 = now(); stat0("MemoryDrops") - drops0 < 8 && now() - t0 < scale(30);
+	     usleep(250000)) {
+		h = afrdma_stat("CurrHalfOpen");
+		q = rc_qps();
+		if (h > half_max)
+			half_max = h;
+		if (q > qps_max)
+			qps_max = q;
+	}
+	drops = stat0("MemoryDrops") - drops0;
+	TH_LOG("share full: MemoryDrops +%lld, up to %d half-open, %d RC QPs",
+	       drops, half_max, qps_max);
+	EXPECT_LE(8, drops);
+	EXPECT_EQ(0, half_max);
+	EXPECT_EQ(0, qps_max);
+	kill(pid, SIGTERM);
+	st = wait_tool(pid, 30);
+	show_log(logfd);
+	close(logfd);
+	EXPECT_EQ(128, st);
+
+	/* The client's own buffers do not fit either. */
+	EXPECT_EQ(-ENOMEM, own_client(self->port, 0));
+	EXPECT_EQ(AFRDMA_TRANSPORT_TCP, own_client(self->port, 1));
+	sfd = accept4(self->lfd, NULL, NULL, SOCK_NONBLOCK);
+	if (sfd >= 0)
+		close(sfd);
+
+	ASSERT_EQ(0, mem_sysctl(NULL, 0, self->mem0));
+	EXPECT_EQ(AFRDMA_TRANSPORT_RDMA, own_client(self->port, 0));
+	sfd = accept4(self->lfd, NULL, NULL, SOCK_NONBLOCK);
+	if (sfd >= 0)
+		close(sfd);
 }
 
 TEST_HARNESS_MAIN

@@ -3,8 +3,9 @@
  * afrdma selftests for the lazily grown rings: a connection starts with
  * net.afrdma.initial_slots buffers each way and grows only while traffic
  * needs it, up to net.afrdma.rx_slots/tx_slots or what SO_RCVBUF/SO_SNDBUF
- * set before connect; data stays intact while the rings grow.  The ring
- * sizes come from /proc/net/afrdma.
+ * set before connect; data stays intact while the rings grow.  Under
+ * memory pressure (net.afrdma.mem) no ring grows, and data stays intact on
+ * the rings there are.  The ring sizes come from /proc/net/afrdma.
  */
 #include <errno.h>
 #include <linux/tcp.h>
@@ -23,12 +24,33 @@ FIXTURE(ring) {
 	int		lfd, cfd, sfd;
 	unsigned short	port;
 	unsigned int	initial, rx_max, tx_max;
+	char		mem0[96];	/* net.afrdma.mem to restore */
 };
+
+#define MEM_SYSCTL	"/proc/sys/net/afrdma/mem"
+
+/* Reads (@set NULL) or writes net.afrdma.mem; 0, or -1. */
+static int mem_sysctl(char *get, size_t len, const char *set)
+{
+	FILE *f = fopen(MEM_SYSCTL, set ? "w" : "r");
+	int ret = 0;
+
+	if (!f)
+		return -1;
+	if (set)
+		ret = fputs(set, f) < 0 ? -1 : 0;
+	else if (!fgets(get, (int)len, f))
+		ret = -1;
+	if (fclose(f))
+		ret = -1;
+	return ret;
+}
 
 FIXTURE_SETUP(ring)
 {
 	self->cfd = -1;
 	self->sfd = -1;
+	self->mem0[0] = 0;
 	self->initial = afrdma_sysctl("initial_slots", -1);
 	self->rx_max = afrdma_sysctl("rx_slots", -1);
 	self->tx_max = afrdma_sysctl("tx_slots", -1);
@@ -50,6 +72,8 @@ FIXTURE_TEARDOWN(ring)
 	afrdma_sysctl("rx_slots", self->rx_max);
 	afrdma_sysctl("tx_slots", self->tx_max);
 	afrdma_param_set("debug_counter_start", 0);
+	if (self->mem0[0])
+		mem_sysctl(NULL, 0, self->mem0);
 	if (self->cfd >= 0)
 		close(self->cfd);
 	if (self->sfd >= 0)
@@ -331,6 +355,45 @@ TEST_F(ring, sockopt_bounds)
 	EXPECT_EQ(4U, r.rx);
 	EXPECT_EQ(self->tx_max, r.tx_max);
 	transfer(_metadata, self->cfd, self->sfd, BULK / 4, BULK / 4);
+}
+
+/*
+ * Above net.afrdma.mem's pressure no ring grows, as TCP's buffers stop
+ * growing, and the data still arrives whole; back below its min, the
+ * rings grow again.
+ */
+TEST_F(ring, pressure_keeps_rings)
+{
+	long long declined0 = afrdma_stat("GrowthsDeclined");
+	unsigned long min, pressure, max;
+	struct afrdma_rings c, s;
+	char set[96];
+
+	ASSERT_EQ(0, mem_sysctl(self->mem0, sizeof(self->mem0), NULL))
+		TH_LOG("no " MEM_SYSCTL);
+	ASSERT_EQ(3, sscanf(self->mem0, "%lu %lu %lu", &min, &pressure, &max));
+	ASSERT_LE(0, declined0);
+	ASSERT_EQ(0, pair(_metadata, self, -1));
+	/* The two ends' buffers are above a pressure of one page. */
+	snprintf(set, sizeof(set), "0 1 %lu\n", max);
+	ASSERT_EQ(0, mem_sysctl(NULL, 0, set));
+
+	transfer(_metadata, self->cfd, self->sfd, BULK, BULK);
+	c = rings_of(_metadata, self->cfd);
+	s = rings_of(_metadata, self->sfd);
+	TH_LOG("under pressure: client rx %u tx %u, server rx %u tx %u; GrowthsDeclined +%lld",
+	       c.rx, c.tx, s.rx, s.tx, afrdma_stat("GrowthsDeclined") - declined0);
+	EXPECT_EQ(self->initial, c.rx);
+	EXPECT_EQ(self->initial, c.tx);
+	EXPECT_EQ(self->initial, s.rx);
+	EXPECT_EQ(self->initial, s.tx);
+	EXPECT_LT(declined0, afrdma_stat("GrowthsDeclined"));
+
+	ASSERT_EQ(0, mem_sysctl(NULL, 0, self->mem0));
+	transfer(_metadata, self->cfd, self->sfd, BULK, 0);
+	s = rings_of(_metadata, self->sfd);
+	TH_LOG("pressure gone: server rx %u", s.rx);
+	EXPECT_LT(self->initial, s.rx);
 }
 
 /* Data intact both ways at once, while both ends' rings grow. */

@@ -110,6 +110,8 @@ enum afrdma_mib_field {
 	AFRDMA_MIB_STALE_RETRIES,	/* connects sent again after a stale REJ */
 	AFRDMA_MIB_HALF_OPEN_DROPS,	/* requests dropped: half-open limits */
 	AFRDMA_MIB_HALF_OPEN_TIMEOUTS,	/* half-open connections timed out */
+	AFRDMA_MIB_MEMORY_DROPS,	/* requests dropped: net.afrdma.mem full */
+	AFRDMA_MIB_GROWTHS_DECLINED,	/* ring growths not made: memory pressure */
 	AFRDMA_MIB_MAX
 };
 
@@ -144,6 +146,7 @@ struct afrdma_net {
 	atomic_t		conns;		/* RDMA connections with resources */
 	atomic_t		orphans;	/* closed, still delivering */
 	atomic_t		half_open;	/* accepted, not yet established */
+	atomic_long_t		mem_pages;	/* its share of net.afrdma.mem */
 	/*
 	 * The namespace's afrdma sockets by diag_id, from init to destruct
 	 * (diag.c).  Its lock, a BH one, also guards each socket's diag_*
@@ -454,6 +457,14 @@ int afrdma_sockopt_tcp(const struct sock *sk, int optname);
 int afrdma_sysctl_init(void);
 void afrdma_sysctl_exit(void);
 struct afrdma_net *afrdma_net(const struct net *net);
+
+/* mem.c */
+int afrdma_mem_init(void);
+void afrdma_mem_exit(void);
+bool afrdma_mem_charge(struct afrdma_net *an, size_t size);
+void afrdma_mem_uncharge(struct afrdma_net *an, size_t size);
+bool afrdma_mem_under_pressure(struct mem_cgroup *memcg);
+bool afrdma_mem_full(void);
 
 /* stats.c */
 int afrdma_stats_net_init(struct net *net, struct afrdma_net *an);

@@ -709,6 +709,12 @@ static int afrdma_cm_request(struct sock *lsk, struct rdma_cm_id *id,
 		release_sock(lsk);
 		return -ENOMEM;
 	}
+	/* As TCP drops a SYN it has no memory for: the peer tries again. */
+	if (afrdma_mem_full()) {
+		afrdma_inc_stats(lsk, AFRDMA_MIB_MEMORY_DROPS);
+		release_sock(lsk);
+		return -ENOMEM;
+	}
 
 	sk = afrdma_sk_clone(lsk);
 	if (!sk)

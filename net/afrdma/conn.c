@@ -53,26 +53,37 @@ static void afrdma_qp_event(struct ib_event *ev, void *ctx)
 		rdma_notify(conn->cm_id, ev->event);
 }
 
-static void *afrdma_map_buf(struct ib_device *ibdev, size_t size,
+/* A ring or control buffer, within afrdma's share of memory (mem.c). */
+static void *afrdma_map_buf(struct afrdma_conn *conn, size_t size,
 			    enum dma_data_direction dir, u64 *dma)
 {
-	void *buf = kzalloc(size, GFP_KERNEL_ACCOUNT);
+	struct afrdma_net *an = afrdma_net(sock_net(conn->sk));
+	struct ib_device *ibdev = conn->dev->ibdev;
+	void *buf;
 
-	if (!buf)
+	if (!afrdma_mem_charge(an, size))
 		return NULL;
+	buf = kzalloc(size, GFP_KERNEL_ACCOUNT);
+	if (!buf)
+		goto uncharge;
 	*dma = ib_dma_map_single(ibdev, buf, size, dir);
 	if (ib_dma_mapping_error(ibdev, *dma)) {
 		kfree(buf);
-		return NULL;
+		goto uncharge;
 	}
 	return buf;
+
+uncharge:
+	afrdma_mem_uncharge(an, size);
+	return NULL;
 }
 
-static void afrdma_unmap_buf(struct ib_device *ibdev, void *buf, u64 dma,
+static void afrdma_unmap_buf(struct afrdma_conn *conn, void *buf, u64 dma,
 			     size_t size, enum dma_data_direction dir)
 {
-	ib_dma_unmap_single(ibdev, dma, size, dir);
+	ib_dma_unmap_single(conn->dev->ibdev, dma, size, dir);
 	kfree(buf);
+	afrdma_mem_uncharge(afrdma_net(sock_net(conn->sk)), size);
 }
 
 static struct afrdma_rx_slot *afrdma_rx_slot_new(struct afrdma_conn *conn)
@@ -81,7 +92,7 @@ static struct afrdma_rx_slot *afrdma_rx_slot_new(struct afrdma_conn *conn)
 
 	if (!slot)
 		return NULL;
-	slot->buf = afrdma_map_buf(conn->dev->ibdev, conn->rx_slot_size,
+	slot->buf = afrdma_map_buf(conn, conn->rx_slot_size,
 				   DMA_FROM_DEVICE, &slot->dma);
 	if (!slot->buf) {
 		kfree(slot);
@@ -99,7 +110,7 @@ static struct afrdma_tx_slot *afrdma_tx_slot_new(struct afrdma_conn *conn)
 
 	if (!slot)
 		return NULL;
-	slot->buf = afrdma_map_buf(conn->dev->ibdev, conn->tx_slot_size,
+	slot->buf = afrdma_map_buf(conn, conn->tx_slot_size,
 				   DMA_TO_DEVICE, &slot->dma);
 	if (!slot->buf) {
 		kfree(slot);
@@ -119,7 +130,7 @@ static void afrdma_free_rx(struct afrdma_conn *conn)
 		return;
 	for (i = 0; i < conn->rx_slots; i++) {
 		slot = conn->rx[i];
-		afrdma_unmap_buf(conn->dev->ibdev, slot->buf, slot->dma,
+		afrdma_unmap_buf(conn, slot->buf, slot->dma,
 				 conn->rx_slot_size, DMA_FROM_DEVICE);
 		kfree(slot);
 	}
@@ -133,7 +144,7 @@ static void afrdma_free_tx(struct afrdma_conn *conn)
 	unsigned int i;
 
 	if (conn->ctrl_buf) {
-		afrdma_unmap_buf(conn->dev->ibdev, conn->ctrl_buf,
+		afrdma_unmap_buf(conn, conn->ctrl_buf,
 				 conn->ctrl_dma,
 				 AFRDMA_CTRL_SLOTS * AFRDMA_CTRL_SIZE,
 				 DMA_TO_DEVICE);
@@ -143,7 +154,7 @@ static void afrdma_free_tx(struct afrdma_conn *conn)
 		return;
 	for (i = 0; i < conn->tx_slots; i++) {
 		slot = conn->tx[i];
-		afrdma_unmap_buf(conn->dev->ibdev, slot->buf, slot->dma,
+		afrdma_unmap_buf(conn, slot->buf, slot->dma,
 				 conn->tx_slot_size, DMA_TO_DEVICE);
 		kfree(slot);
 	}
@@ -178,7 +189,6 @@ static unsigned int afrdma_rx_add(struct afrdma_conn *conn, unsigned int n)
 /* The receive array for the largest ring, and the first @tx send buffers. */
 static int afrdma_alloc_bufs(struct afrdma_conn *conn, unsigned int tx)
 {
-	struct ib_device *ibdev = conn->dev->ibdev;
 	unsigned int i;
 
 	conn->rx = kcalloc(conn->rx_max, sizeof(*conn->rx), GFP_KERNEL_ACCOUNT);
@@ -192,7 +202,7 @@ static int afrdma_alloc_bufs(struct afrdma_conn *conn, unsigned int tx)
 		WRITE_ONCE(conn->tx_slots, i + 1);
 	}
 
-	conn->ctrl_buf = afrdma_map_buf(ibdev,
+	conn->ctrl_buf = afrdma_map_buf(conn,
 					AFRDMA_CTRL_SLOTS * AFRDMA_CTRL_SIZE,
 					DMA_TO_DEVICE, &conn->ctrl_dma);
 	if (!conn->ctrl_buf)
@@ -331,7 +341,8 @@ static void afrdma_conn_show_bufs(struct afrdma_conn *conn)
  * @rx_owed, as reposted ones are, so the receiver always knows exactly
  * what it granted.  Whether or not the program reads, as TCP's receive
  * buffer fills: a peer that writes a burst before it reads must not wait
- * for a reader that waits for it.  If memory is short the ring stays.
+ * for a reader that waits for it.  If memory is short, or under pressure
+ * (mem.c), the ring stays.
  */
 static void afrdma_conn_grow_work(struct work_struct *work)
 {
@@ -344,11 +355,15 @@ static void afrdma_conn_grow_work(struct work_struct *work)
 	lock_sock(sk);
 	/* Not before afrdma_conn_start(): the peer may not take the credits. */
 	if (afrdma_sk(sk)->conn == conn && !conn->torn) {
-		old = set_active_memcg(conn->memcg);
-		added = READ_ONCE(conn->peer_rx_slots) ?
-			afrdma_rx_add(conn, min(conn->rx_slots,
-						conn->rx_max - conn->rx_slots)) : 0;
-		set_active_memcg(old);
+		added = 0;
+		if (afrdma_mem_under_pressure(conn->memcg)) {
+			afrdma_inc_stats(sk, AFRDMA_MIB_GROWTHS_DECLINED);
+		} else if (READ_ONCE(conn->peer_rx_slots)) {
+			old = set_active_memcg(conn->memcg);
+			added = afrdma_rx_add(conn, min(conn->rx_slots,
+							conn->rx_max - conn->rx_slots));
+			set_active_memcg(old);
+		}
 		spin_lock_bh(&conn->lock);
 		conn->rx_grow = false;
 		conn->rx_owed += added;
@@ -501,7 +516,7 @@ int afrdma_conn_alloc_tx(struct afrdma_conn *conn)
 	set_active_memcg(memcg);
 	if (i < n) {
 		while (i--) {
-			afrdma_unmap_buf(conn->dev->ibdev, ring[i]->buf,
+			afrdma_unmap_buf(conn, ring[i]->buf,
 					 ring[i]->dma, conn->tx_slot_size,
 					 DMA_TO_DEVICE);
 			kfree(ring[i]);
@@ -569,6 +584,10 @@ int afrdma_conn_grow_tx(struct afrdma_conn *conn)
 	m = min(2 * n, conn->tx_max);
 	if (m <= n || conn->torn)
 		return -ENOMEM;
+	if (afrdma_mem_under_pressure(conn->memcg)) {
+		afrdma_inc_stats(conn->sk, AFRDMA_MIB_GROWTHS_DECLINED);
+		return -ENOMEM;
+	}
 	/* The caller may be any task the socket was passed to. */
 	memcg = set_active_memcg(conn->memcg);
 	ring = kcalloc(m, sizeof(*ring), GFP_KERNEL_ACCOUNT);

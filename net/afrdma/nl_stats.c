@@ -60,6 +60,10 @@ static int afrdma_nls_get_stats(struct sk_buff *skb, struct genl_info *info)
 	/* Accepted connections whose handshake is still going on. */
 	if (afrdma_nls_put(msg, "CurrHalfOpen", atomic_read(&an->half_open), true))
 		goto nospace;
+	/* Pages of the namespace's rings, its share of net.afrdma.mem. */
+	if (afrdma_nls_put(msg, "MemoryPages", atomic_long_read(&an->mem_pages),
+			   true))
+		goto nospace;
 	nla_nest_end(msg, stats);
 	genlmsg_end(msg, hdr);
 	return genlmsg_reply(msg, info);

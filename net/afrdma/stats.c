@@ -51,6 +51,8 @@ static const char * const afrdma_mib_names[AFRDMA_MIB_MAX] = {
 	[AFRDMA_MIB_STALE_RETRIES]	= "ConnectStaleRetries",
 	[AFRDMA_MIB_HALF_OPEN_DROPS]	= "HalfOpenDrops",
 	[AFRDMA_MIB_HALF_OPEN_TIMEOUTS]	= "HalfOpenTimeouts",
+	[AFRDMA_MIB_MEMORY_DROPS]	= "MemoryDrops",
+	[AFRDMA_MIB_GROWTHS_DECLINED]	= "GrowthsDeclined",
 };
 
 const char *afrdma_stats_name(unsigned int i)
@@ -83,6 +85,8 @@ static int afrdma_stat_show(struct seq_file *seq, void *v)
 	seq_printf(seq, "CurrOrphans %d\n", atomic_read(&an->orphans));
 	/* Accepted connections whose handshake is still going on. */
 	seq_printf(seq, "CurrHalfOpen %d\n", atomic_read(&an->half_open));
+	/* Pages of the namespace's rings, its share of net.afrdma.mem. */
+	seq_printf(seq, "MemoryPages %ld\n", atomic_long_read(&an->mem_pages));
 	return 0;
 }
 

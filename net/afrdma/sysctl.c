@@ -392,10 +392,19 @@ static struct pernet_operations afrdma_net_ops = {
 
 int afrdma_sysctl_init(void)
 {
-	return register_pernet_subsys(&afrdma_net_ops);
+	int err = register_pernet_subsys(&afrdma_net_ops);
+
+	if (err)
+		return err;
+	/* net.afrdma.mem, in the initial namespace's directory */
+	err = afrdma_mem_init();
+	if (err)
+		unregister_pernet_subsys(&afrdma_net_ops);
+	return err;
 }
 
 void afrdma_sysctl_exit(void)
 {
+	afrdma_mem_exit();
 	unregister_pernet_subsys(&afrdma_net_ops);
 }
