@@ -270,25 +270,6 @@ FIXTURE(halfopen) {
 	char		mem0[96];	/* net.afrdma.mem to restore */
 };
 
-#define MEM_SYSCTL	"/proc/sys/net/afrdma/mem"
-
-/* Reads (@set NULL) or writes net.afrdma.mem; 0, or -1. */
-static int mem_sysctl(char *get, size_t len, const char *set)
-{
-	FILE *f = fopen(MEM_SYSCTL, set ? "w" : "r");
-	int ret = 0;
-
-	if (!f)
-		return -1;
-	if (set)
-		ret = fputs(set, f) < 0 ? -1 : 0;
-	else if (!fgets(get, (int)len, f))
-		ret = -1;
-	if (fclose(f))
-		ret = -1;
-	return ret;
-}
-
 FIXTURE_SETUP(halfopen)
 {
 	double end;
@@ -342,7 +323,7 @@ FIXTURE_TEARDOWN(halfopen)
 	if (self->per_peer0 > 0)
 		afrdma_sysctl("half_open_per_peer", self->per_peer0);
 	if (self->mem0[0])
-		mem_sysctl(NULL, 0, self->mem0);
+		afrdma_mem_sysctl(NULL, 0, self->mem0);
 }
 
 struct watch {
@@ -576,19 +557,20 @@ static int own_client(unsigned short port, int fb)
 TEST_F_TIMEOUT(halfopen, memory_full, 400)
 {
 	long long pages = afrdma_stat("MemoryPages"), drops0, drops;
-	int logfd, st, half_max = 0, qps_max = 0, h, q, sfd;
+	struct watch w = { 0, 0, self->kmem0 };
+	int logfd, st, sfd;
 	char full[64];
 	double t0;
 	pid_t pid;
 
-	ASSERT_EQ(0, mem_sysctl(self->mem0, sizeof(self->mem0), NULL))
-		TH_LOG("no " MEM_SYSCTL);
+	ASSERT_EQ(0, afrdma_mem_sysctl(self->mem0, sizeof(self->mem0), NULL))
+		TH_LOG("no " AFRDMA_MEM_SYSCTL);
 	ASSERT_LE(0, pages) TH_LOG("no MemoryPages in /proc/net/afrdma_stat");
 	/* Drained: no connection, so no buffer is charged. */
 	EXPECT_EQ(0, pages);
 	/* Whatever is charged now fills the share. */
 	snprintf(full, sizeof(full), "0 0 %lld\n", pages);
-	ASSERT_EQ(0, mem_sysctl(NULL, 0, full));
+	ASSERT_EQ(0, afrdma_mem_sysctl(NULL, 0, full));
 	drops0 = stat0("MemoryDrops");
 
 	logfd = memfd_create("memfull-log", 0);
@@ -596,20 +578,14 @@ TEST_F_TIMEOUT(halfopen, memory_full, 400)
 	pid = start_tool(logfd, "req-flood", self->port, 8, 60);
 	ASSERT_LT(0, pid);
 	for (t0 = now(); stat0("MemoryDrops") - drops0 < 8 && now() - t0 < scale(30);
-	     usleep(250000)) {
-		h = afrdma_stat("CurrHalfOpen");
-		q = rc_qps();
-		if (h > half_max)
-			half_max = h;
-		if (q > qps_max)
-			qps_max = q;
-	}
+	     usleep(250000))
+		watch(&w);
 	drops = stat0("MemoryDrops") - drops0;
 	TH_LOG("share full: MemoryDrops +%lld, up to %d half-open, %d RC QPs",
-	       drops, half_max, qps_max);
+	       drops, w.half_max, w.qps_max);
 	EXPECT_LE(8, drops);
-	EXPECT_EQ(0, half_max);
-	EXPECT_EQ(0, qps_max);
+	EXPECT_EQ(0, w.half_max);
+	EXPECT_EQ(0, w.qps_max);
 	kill(pid, SIGTERM);
 	st = wait_tool(pid, 30);
 	show_log(logfd);
@@ -623,7 +599,7 @@ TEST_F_TIMEOUT(halfopen, memory_full, 400)
 	if (sfd >= 0)
 		close(sfd);
 
-	ASSERT_EQ(0, mem_sysctl(NULL, 0, self->mem0));
+	ASSERT_EQ(0, afrdma_mem_sysctl(NULL, 0, self->mem0));
 	EXPECT_EQ(AFRDMA_TRANSPORT_RDMA, own_client(self->port, 0));
 	sfd = accept4(self->lfd, NULL, NULL, SOCK_NONBLOCK);
 	if (sfd >= 0)

@@ -27,25 +27,6 @@ FIXTURE(ring) {
 	char		mem0[96];	/* net.afrdma.mem to restore */
 };
 
-#define MEM_SYSCTL	"/proc/sys/net/afrdma/mem"
-
-/* Reads (@set NULL) or writes net.afrdma.mem; 0, or -1. */
-static int mem_sysctl(char *get, size_t len, const char *set)
-{
-	FILE *f = fopen(MEM_SYSCTL, set ? "w" : "r");
-	int ret = 0;
-
-	if (!f)
-		return -1;
-	if (set)
-		ret = fputs(set, f) < 0 ? -1 : 0;
-	else if (!fgets(get, (int)len, f))
-		ret = -1;
-	if (fclose(f))
-		ret = -1;
-	return ret;
-}
-
 FIXTURE_SETUP(ring)
 {
 	self->cfd = -1;
@@ -73,7 +54,7 @@ FIXTURE_TEARDOWN(ring)
 	afrdma_sysctl("tx_slots", self->tx_max);
 	afrdma_param_set("debug_counter_start", 0);
 	if (self->mem0[0])
-		mem_sysctl(NULL, 0, self->mem0);
+		afrdma_mem_sysctl(NULL, 0, self->mem0);
 	if (self->cfd >= 0)
 		close(self->cfd);
 	if (self->sfd >= 0)
@@ -369,14 +350,14 @@ TEST_F(ring, pressure_keeps_rings)
 	struct afrdma_rings c, s;
 	char set[96];
 
-	ASSERT_EQ(0, mem_sysctl(self->mem0, sizeof(self->mem0), NULL))
-		TH_LOG("no " MEM_SYSCTL);
+	ASSERT_EQ(0, afrdma_mem_sysctl(self->mem0, sizeof(self->mem0), NULL))
+		TH_LOG("no " AFRDMA_MEM_SYSCTL);
 	ASSERT_EQ(3, sscanf(self->mem0, "%lu %lu %lu", &min, &pressure, &max));
 	ASSERT_LE(0, declined0);
 	ASSERT_EQ(0, pair(_metadata, self, -1));
 	/* The two ends' buffers are above a pressure of one page. */
 	snprintf(set, sizeof(set), "0 1 %lu\n", max);
-	ASSERT_EQ(0, mem_sysctl(NULL, 0, set));
+	ASSERT_EQ(0, afrdma_mem_sysctl(NULL, 0, set));
 
 	transfer(_metadata, self->cfd, self->sfd, BULK, BULK);
 	c = rings_of(_metadata, self->cfd);
@@ -389,7 +370,7 @@ TEST_F(ring, pressure_keeps_rings)
 	EXPECT_EQ(self->initial, s.tx);
 	EXPECT_LT(declined0, afrdma_stat("GrowthsDeclined"));
 
-	ASSERT_EQ(0, mem_sysctl(NULL, 0, self->mem0));
+	ASSERT_EQ(0, afrdma_mem_sysctl(NULL, 0, self->mem0));
 	transfer(_metadata, self->cfd, self->sfd, BULK, 0);
 	s = rings_of(_metadata, self->sfd);
 	TH_LOG("pressure gone: server rx %u", s.rx);

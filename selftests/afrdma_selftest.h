@@ -134,6 +134,25 @@ static inline int afrdma_sysctl(const char *name, int set)
 	return val;
 }
 
+#define AFRDMA_MEM_SYSCTL	"/proc/sys/net/afrdma/mem"
+
+/* Reads (@set NULL) or writes net.afrdma.mem; 0, or -1. */
+static inline int afrdma_mem_sysctl(char *get, size_t len, const char *set)
+{
+	FILE *f = fopen(AFRDMA_MEM_SYSCTL, set ? "w" : "r");
+	int ret = 0;
+
+	if (!f)
+		return -1;
+	if (set)
+		ret = fputs(set, f) < 0 ? -1 : 0;
+	else if (!fgets(get, (int)len, f))
+		ret = -1;
+	if (fclose(f))
+		ret = -1;
+	return ret;
+}
+
 /*
  * A plain TCP listener on @host (needs lib/afrdma_sock.h first), its port
  * in @port; -1 on error.
