@@ -27,12 +27,13 @@ trap 'rm -rf "$work"' EXIT
 
 echo "1..3"
 
-# The stuck bound: a call that takes longer has hung in the kernel.
-out=$(timeout "$((secs + $(scaled 300)))" ./tools/testing/afrdma-sysfuzz \
-      -t "$secs" -j 4 -S "$(scaled 120)" -a "$addr" -A "$addr6" 2>&1)
-rc=$?
-echo "$out" | sed 's/^\([^#]\)/# \1/'
-rdma=$(sed -n 's/.* \([0-9]*\) connects on RDMA.*/\1/p' <<< "$out")
+# The stuck bound: a call that takes longer has hung in the kernel.  The
+# output goes out as it comes: a fuzzer stuck for good still says where.
+timeout "$((secs + $(scaled 300)))" ./tools/testing/afrdma-sysfuzz \
+	-t "$secs" -j 4 -S "$(scaled 120)" -a "$addr" -A "$addr6" 2>&1 |
+	sed -u 's/^\([^#]\)/# \1/' | tee "$work/sysfuzz.log"
+rc=${PIPESTATUS[0]}
+rdma=$(sed -n 's/.* \([0-9]*\) connects on RDMA.*/\1/p' "$work/sysfuzz.log")
 if [ $rc = 0 ] && [ "${rdma:-0}" -gt 0 ]; then
 	tap_result ok sysfuzz
 else
