@@ -104,18 +104,93 @@ static void valid_hello(struct afrdma_link_msg *m)
 	m->hello.nonce = rnd();
 }
 
+static void valid_area(struct afrdma_link_area *a)
+{
+	a->chunk = rnd() % AFRDMA_LINK_MAX_CHUNKS;
+	a->order = rnd() % (AFRDMA_LINK_MAX_CHUNK_ORDER + 1);
+	a->page = (rnd() % (1U << AFRDMA_LINK_MAX_CHUNK_ORDER)) & ~((1U << a->order) - 1);
+}
+
+/* A valid message of @type (0: any), credits and seq included. */
+static void valid_msg(struct afrdma_link_msg *m, unsigned int type)
+{
+	if (!type)
+		type = 1 + rnd() % (AFRDMA_LINK_MSG_MAX - 1);
+	if (type == AFRDMA_LINK_MSG_HELLO)
+		valid_hello(m);
+	else
+		memset(m, 0, sizeof(*m));
+	m->type = type;
+	m->credits = rnd() % (AFRDMA_LINK_MAX_CREDITS + 1);
+	m->seq = rnd();
+	switch (type) {
+	case AFRDMA_LINK_MSG_USE:
+		m->use.users = rnd() % (AFRDMA_LINK_MAX_USERS + 1ULL);
+		break;
+	case AFRDMA_LINK_MSG_CHUNK:
+		m->chunk.chunk = rnd() % AFRDMA_LINK_MAX_CHUNKS;
+		m->chunk.rkey = rnd();
+		m->chunk.iova = rnd();
+		break;
+	case AFRDMA_LINK_MSG_CONNECT:
+		m->connect.stream = 1 + rnd() % 0xffffffffU;
+		m->connect.sport = rnd() % 65536;
+		m->connect.dport = 1 + rnd() % 65535;
+		m->connect.flags = rnd() % (AFRDMA_LINK_STREAM_FLAGS + 1);
+		valid_area(&m->connect.area);
+		break;
+	case AFRDMA_LINK_MSG_ACCEPT:
+		m->accept.stream = 1 + rnd() % 0xffffffffU;
+		m->accept.peer_stream = 1 + rnd() % 0xffffffffU;
+		valid_area(&m->accept.area);
+		break;
+	case AFRDMA_LINK_MSG_REFUSE:
+	case AFRDMA_LINK_MSG_RESET:
+		m->stream.stream = 1 + rnd() % 0xffffffffU;
+		m->stream.value = 1 + rnd() % (AFRDMA_LINK_REASON_MAX - 1);
+		break;
+	case AFRDMA_LINK_MSG_CURSOR:
+	case AFRDMA_LINK_MSG_FIN:
+		m->stream.stream = 1 + rnd() % 0xffffffffU;
+		m->stream.value = rnd();
+		break;
+	}
+}
+
+static bool same_area(const struct afrdma_link_area *a, const struct afrdma_link_area *b)
+{
+	return a->chunk == b->chunk && a->page == b->page && a->order == b->order;
+}
+
 static bool same(const struct afrdma_link_msg *a, const struct afrdma_link_msg *b)
 {
 	if (a->type != b->type || a->credits != b->credits || a->seq != b->seq)
 		return false;
-	if (a->type == AFRDMA_LINK_MSG_HELLO)
+	switch (a->type) {
+	case AFRDMA_LINK_MSG_HELLO:
 		return a->hello.flags == b->hello.flags &&
 		       a->hello.rx_credits == b->hello.rx_credits &&
 		       a->hello.chunk_order == b->hello.chunk_order &&
 		       a->hello.page_shift == b->hello.page_shift &&
 		       a->hello.max_chunks == b->hello.max_chunks &&
 		       a->hello.nonce == b->hello.nonce;
-	return a->use.users == b->use.users;
+	case AFRDMA_LINK_MSG_USE:
+		return a->use.users == b->use.users;
+	case AFRDMA_LINK_MSG_CHUNK:
+		return a->chunk.chunk == b->chunk.chunk &&
+		       a->chunk.rkey == b->chunk.rkey && a->chunk.iova == b->chunk.iova;
+	case AFRDMA_LINK_MSG_CONNECT:
+		return a->connect.stream == b->connect.stream &&
+		       a->connect.sport == b->connect.sport &&
+		       a->connect.dport == b->connect.dport &&
+		       a->connect.flags == b->connect.flags &&
+		       same_area(&a->connect.area, &b->connect.area);
+	case AFRDMA_LINK_MSG_ACCEPT:
+		return a->accept.stream == b->accept.stream &&
+		       a->accept.peer_stream == b->accept.peer_stream &&
+		       same_area(&a->accept.area, &b->accept.area);
+	}
+	return a->stream.stream == b->stream.stream && a->stream.value == b->stream.value;
 }
 
 /* Builds @m (credits and seq from it) into @buf; returns the length. */
@@ -124,7 +199,112 @@ static size_t build(void *buf, const struct afrdma_link_msg *m)
 	memset(buf, 0, AFRDMA_LINK_MSG_SIZE);
 	if (m->type == AFRDMA_LINK_MSG_HELLO)
 		return afrdma_link_build_hello(buf, m->credits, m->seq, m);
-	return afrdma_link_build_use(buf, m->credits, m->seq, m->use.users);
+	if (m->type == AFRDMA_LINK_MSG_USE)
+		return afrdma_link_build_use(buf, m->credits, m->seq, m->use.users);
+	return afrdma_link_build_msg(buf, m->credits, m->seq, m);
+}
+
+/* @m built with the change @edit made: taken or refused as @ok says. */
+static void edge(struct afrdma_link_msg *m, bool ok, const char *what,
+		 unsigned long long i)
+{
+	unsigned char buf[AFRDMA_LINK_MSG_SIZE];
+	struct afrdma_link_msg got;
+	size_t len = build(buf, m);
+	int ret = parse_exact(buf, len, &got);
+
+	expect(ok ? !ret && same(m, &got) : ret == -EPROTO, what, i);
+}
+
+/* Every stream message's fields at and just past their edges. */
+static void stream_edges(void)
+{
+	static const unsigned int types[] = {
+		AFRDMA_LINK_MSG_CONNECT, AFRDMA_LINK_MSG_ACCEPT, AFRDMA_LINK_MSG_REFUSE,
+		AFRDMA_LINK_MSG_CURSOR, AFRDMA_LINK_MSG_FIN, AFRDMA_LINK_MSG_RESET,
+	};
+	struct afrdma_link_area *area;
+	struct afrdma_link_msg m;
+	unsigned int i, t, o;
+
+	for (i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
+		t = types[i];
+		valid_msg(&m, t);
+		*(t == AFRDMA_LINK_MSG_CONNECT ? &m.connect.stream :
+		  t == AFRDMA_LINK_MSG_ACCEPT ? &m.accept.stream : &m.stream.stream) = 0;
+		edge(&m, false, "a stream message to stream 0 taken", t);
+		valid_msg(&m, t);
+		*(t == AFRDMA_LINK_MSG_CONNECT ? &m.connect.stream :
+		  t == AFRDMA_LINK_MSG_ACCEPT ? &m.accept.stream : &m.stream.stream) = 0xffffffff;
+		edge(&m, true, "a stream message to stream 2^32-1 refused", t);
+	}
+	valid_msg(&m, AFRDMA_LINK_MSG_ACCEPT);
+	m.accept.peer_stream = 0;
+	edge(&m, false, "an ACCEPT from stream 0 taken", 0);
+	valid_msg(&m, AFRDMA_LINK_MSG_CONNECT);
+	m.connect.dport = 0;
+	edge(&m, false, "a CONNECT to port 0 taken", 0);
+	m.connect.dport = 65535;
+	m.connect.sport = 0;
+	edge(&m, true, "a CONNECT from port 0 to 65535 refused", 0);
+	for (o = 1; o < 32; o++) {
+		valid_msg(&m, AFRDMA_LINK_MSG_CONNECT);
+		m.connect.flags = 1U << o;
+		edge(&m, false, "a CONNECT with an unknown flag taken", o);
+	}
+	for (t = AFRDMA_LINK_MSG_REFUSE; t <= AFRDMA_LINK_MSG_RESET; t += 3) {
+		valid_msg(&m, t);
+		m.stream.value = 0;
+		edge(&m, false, "no reason taken", t);
+		m.stream.value = AFRDMA_LINK_REASON_MAX;
+		edge(&m, false, "an unknown reason taken", t);
+		m.stream.value = AFRDMA_LINK_REASON_MAX - 1;
+		edge(&m, true, "the last reason refused", t);
+	}
+	for (t = AFRDMA_LINK_MSG_CURSOR; t <= AFRDMA_LINK_MSG_FIN; t++) {
+		valid_msg(&m, t);
+		m.stream.value = 0;
+		edge(&m, true, "a count of 0 refused", t);
+		m.stream.value = 0xffffffff;
+		edge(&m, true, "a count of 2^32-1 refused", t);
+	}
+	valid_msg(&m, AFRDMA_LINK_MSG_CHUNK);
+	m.chunk.chunk = AFRDMA_LINK_MAX_CHUNKS - 1;
+	edge(&m, true, "the last chunk refused", 0);
+	m.chunk.chunk = AFRDMA_LINK_MAX_CHUNKS;
+	edge(&m, false, "a chunk past the last taken", 0);
+
+	/* Areas, in both messages that offer one. */
+	for (t = AFRDMA_LINK_MSG_CONNECT; t <= AFRDMA_LINK_MSG_ACCEPT; t++) {
+		valid_msg(&m, t);
+		area = t == AFRDMA_LINK_MSG_CONNECT ? &m.connect.area : &m.accept.area;
+		area->chunk = AFRDMA_LINK_MAX_CHUNKS - 1;
+		area->order = AFRDMA_LINK_MAX_CHUNK_ORDER;
+		area->page = 0;
+		edge(&m, true, "a whole chunk refused", t);
+		area->order = AFRDMA_LINK_MAX_CHUNK_ORDER + 1;
+		edge(&m, false, "an area larger than any chunk taken", t);
+		area->order = 255;
+		edge(&m, false, "an area of order 255 taken", t);
+		area->order = 0;
+		area->chunk = AFRDMA_LINK_MAX_CHUNKS;
+		edge(&m, false, "an area in a chunk past the last taken", t);
+		area->chunk = 0;
+		for (o = 0; o <= AFRDMA_LINK_MAX_CHUNK_ORDER; o++) {
+			area->order = o;
+			area->page = (1U << AFRDMA_LINK_MAX_CHUNK_ORDER) - (1U << o);
+			edge(&m, true, "the last area of an order refused", t * 100 + o);
+			area->page += 1U << o;
+			edge(&m, false, "an area past the chunk taken", t * 100 + o);
+			if (o) {
+				area->page = 1U << (o - 1);
+				edge(&m, false, "an unaligned area taken", t * 100 + o);
+			}
+		}
+		area->page = 0xffffffff;
+		area->order = 0;
+		edge(&m, false, "an area at page 2^32-1 taken", t);
+	}
 }
 
 /* A HELLO with one field set to @v: taken or refused as @ok says. */
@@ -159,16 +339,8 @@ static void fixed_cases(void)
 	unsigned int i, t;
 	size_t len, l;
 
-	for (i = 0; i < 1000; i++) {
-		if (i & 1) {
-			memset(&m, 0, sizeof(m));
-			m.type = AFRDMA_LINK_MSG_USE;
-			m.use.users = rnd() % (AFRDMA_LINK_MAX_USERS + 1ULL);
-		} else {
-			valid_hello(&m);
-		}
-		m.credits = rnd() % (AFRDMA_LINK_MAX_CREDITS + 1);
-		m.seq = rnd();
+	for (i = 0; i < 9000; i++) {
+		valid_msg(&m, 1 + i % (AFRDMA_LINK_MSG_MAX - 1));
 		len = build(buf, &m);
 		expect(len <= AFRDMA_LINK_MSG_SIZE, "a message longer than a buffer", i);
 		expect(!parse_exact(buf, len, &got) && same(&m, &got),
@@ -232,6 +404,7 @@ static void fixed_cases(void)
 	m.use.users = AFRDMA_LINK_MAX_USERS + 1;
 	len = build(buf, &m);
 	expect(parse_exact(buf, len, &got) == -EPROTO, "USE out of range taken", 0);
+	stream_edges();
 
 	afrdma_link_build_cm_priv(&priv);
 	expect(!afrdma_link_parse_cm_priv(&priv, sizeof(priv)), "cm private data refused", 0);
@@ -262,15 +435,10 @@ static void fuzz(unsigned long n)
 			for (k = 0; k < len; k++)
 				buf[k] = rnd();
 		} else {
-			if (rnd() & 1) {
-				valid_hello(&m);
-			} else {
-				memset(&m, 0, sizeof(m));
-				m.type = AFRDMA_LINK_MSG_USE;
+			valid_msg(&m, 0);
+			if (m.type == AFRDMA_LINK_MSG_USE)
 				m.use.users = rnd();
-			}
 			m.credits = rnd() % 2048;
-			m.seq = rnd();
 			len = build(buf, &m);
 			for (k = rnd() % 4; k; k--)
 				buf[rnd() % len] ^= 1U << (rnd() % 8);
