@@ -18,7 +18,7 @@
  *   64 requests hold no more than it.
  * memory_full: with afrdma's share of memory at net.afrdma.mem's max, the
  *   listener drops requests (MemoryDrops) and holds nothing for them, a
- *   client's own connect fails with ENOMEM (fallback off) or goes to TCP
+ *   client's own connect fails with ENOBUFS (fallback off) or goes to TCP
  *   (resources); once the share is back, the client connects over RDMA.
  *
  * Each case first waits for what earlier tests left to drain.  Prints TAP.
@@ -593,7 +593,7 @@ TEST_F_TIMEOUT(halfopen, memory_full, 400)
 	EXPECT_EQ(128, st);
 
 	/* The client's own buffers do not fit either. */
-	EXPECT_EQ(-ENOMEM, own_client(self->port, 0));
+	EXPECT_EQ(-ENOBUFS, own_client(self->port, 0));
 	EXPECT_EQ(AFRDMA_TRANSPORT_TCP, own_client(self->port, 1));
 	sfd = accept4(self->lfd, NULL, NULL, SOCK_NONBLOCK);
 	if (sfd >= 0)

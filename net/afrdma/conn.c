@@ -481,7 +481,12 @@ struct afrdma_conn *afrdma_conn_create(struct sock *sk, struct rdma_cm_id *id,
 	struct afrdma_conn *conn;
 	struct mem_cgroup *old;
 
-	/* Past net.afrdma.max_connections, TCP takes the connection. */
+	/*
+	 * Past net.afrdma.max_connections, or with afrdma's memory at its
+	 * max (mem.c), TCP takes the connection.
+	 */
+	if (afrdma_mem_full())
+		return ERR_PTR(-ENOBUFS);
 	if (atomic_inc_return(&an->conns) > READ_ONCE(an->max_conns)) {
 		atomic_dec(&an->conns);
 		return ERR_PTR(-ENOBUFS);

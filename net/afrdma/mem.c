@@ -7,7 +7,7 @@
  *
  * Above max, a buffer is not allocated: a connection that cannot get its
  * first ring is not set up (a listener drops the request, and the peer's
- * CM sends it again; a connect goes to TCP, or fails with ENOMEM), and a
+ * CM sends it again; a connect goes to TCP, or fails with ENOBUFS), and a
  * ring does not grow.  Above pressure, until the pages fall below min
  * again, and while the owner's memory cgroup is under socket pressure, no
  * ring grows: connections keep working on the rings they have, as TCP
