@@ -26,7 +26,8 @@
 
 /* Lockless: every reader takes a snapshot. */
 static atomic_long_t afrdma_mem_pages;
-static unsigned long afrdma_mem_limits[3];	/* min, pressure, max */
+/* min, pressure, max: the sysctl handler writes, readers READ_ONCE (tcp_mem) */
+static unsigned long afrdma_mem_limits[3];
 /* Set above pressure, cleared below min: racy by design, as TCP's flag */
 static bool afrdma_mem_pressure;
 static struct ctl_table_header *afrdma_mem_sysctl;
