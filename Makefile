@@ -193,7 +193,7 @@ fuzz:
 
 # The system-call fuzzers (selftests/sysfuzz.sh: afrdma-sysfuzz and
 # trinity) for FUZZ_SECONDS each on the debug kernel.  make check runs them
-# for 20 s each on the stock kernels.
+# for 10 s each on the stock kernels.
 fuzz-kernel:
 	@DEBUG_TESTS=sysfuzz FUZZ_SECONDS=$(FUZZ_SECONDS) \
 		DEBUG_TIMEOUT=$$(($(FUZZ_SECONDS) * 3 + 1800)) ./tools/testing/check-debug

@@ -13,13 +13,13 @@
 #
 # vm-run fails the run on any WARN, BUG or sanitizer report in the kernel
 # log, and make check-debug scans kmemleak after this program.  Lengths:
-# AFRDMA_FUZZ_SECONDS (default 20) for each fuzzer; make fuzz-kernel sets
+# AFRDMA_FUZZ_SECONDS (default 10) for each fuzzer; make fuzz-kernel sets
 # it.  Prints TAP.  Needs the module loaded and rxe0 up.
 set -u
 cd "$(dirname "$0")/.."
 . selftests/lib.sh
 
-secs=${AFRDMA_FUZZ_SECONDS:-20}
+secs=${AFRDMA_FUZZ_SECONDS:-10}
 addr=${AFRDMA_ADDR:-10.99.0.1}
 addr6=${AFRDMA_ADDR6:-fd99::1}
 work=$(mktemp -d)
