@@ -338,6 +338,12 @@ static void do_recv(struct worker *w, bool msg)
 	recvmsg(fd, &mh, flags);
 }
 
+/* SO_RCVTIMEO and SO_SNDTIMEO, in their old and their 64-bit forms */
+static bool is_timeout_opt(int name)
+{
+	return name == 20 || name == 21 || name == 66 || name == 67;
+}
+
 static const int levels[] = {
 	SOL_SOCKET, SOL_IP, SOL_IPV6, SOL_TCP, SOL_RDMA, SOL_SOCKET, SOL_TCP,
 };
@@ -365,6 +371,16 @@ static void do_setsockopt(struct worker *w)
 	default:
 		len = rnd_below(w, sizeof(val) + 1);
 		break;
+	}
+	/*
+	 * Waits stay bounded even for a call another thread starts before
+	 * bound_waits() below: timeouts of at most 200 ms (0 is none at
+	 * all), a linger of at most 1 s.
+	 */
+	if (level == SOL_SOCKET && is_timeout_opt(name) && len >= sizeof(struct timeval)) {
+		struct timeval tv = { .tv_usec = 1 + (long)rnd_below(w, 200000) };
+
+		memcpy(val, &tv, sizeof(tv));
 	}
 	if (level == SOL_SOCKET && name == SO_LINGER && len >= sizeof(struct linger)) {
 		struct linger *l = (struct linger *)val;
