@@ -43,7 +43,7 @@ fi
 
 # trinity opens the sockets its cache lists (family, type, protocol as
 # three native ints each) instead of its own mix, and its children drop
-# to nobody.  It cannot make afrdma's sockets by itself: it refuses
+# to nobody (--clowntown: without its 10 s warning countdown as root).  It cannot make afrdma's sockets by itself: it refuses
 # family 25 (AF_WANPIPE's number) and never picks protocol 257.
 trinity_on_afrdma()
 {
@@ -66,7 +66,7 @@ trinity_on_afrdma()
 		     -c getsockname -c getpeername -c poll -c ioctl -c fcntl
 		     -c splice -c sendfile)
 	(cd "$work" && timeout -k "$(scaled 120)" -s INT "$secs" trinity -q -l off \
-		--dropprivs -C 4 \
+		--dropprivs --clowntown -C 4 \
 		--disable-fds=pipes,perf,epoll,eventfd,pseudo,timerfd,testfile,memfd,drm \
 		"${calls[@]}") > "$log" 2>&1
 	rc=$?

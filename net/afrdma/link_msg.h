@@ -357,7 +357,10 @@ static inline size_t afrdma_link_build_hello(void *buf, unsigned int credits,
 					     unsigned int seq,
 					     const struct afrdma_link_msg *m)
 {
-	return afrdma_link_build_msg(buf, credits, seq, m);
+	struct afrdma_link_msg hello = *m;
+
+	hello.type = AFRDMA_LINK_MSG_HELLO;
+	return afrdma_link_build_msg(buf, credits, seq, &hello);
 }
 
 static inline size_t afrdma_link_build_use(void *buf, unsigned int credits,

@@ -196,9 +196,15 @@ static bool same(const struct afrdma_link_msg *a, const struct afrdma_link_msg *
 /* Builds @m (credits and seq from it) into @buf; returns the length. */
 static size_t build(void *buf, const struct afrdma_link_msg *m)
 {
+	struct afrdma_link_msg hello;
+
 	memset(buf, 0, AFRDMA_LINK_MSG_SIZE);
-	if (m->type == AFRDMA_LINK_MSG_HELLO)
-		return afrdma_link_build_hello(buf, m->credits, m->seq, m);
+	if (m->type == AFRDMA_LINK_MSG_HELLO) {
+		/* as link.c calls it: the type is the builder's to set */
+		hello = *m;
+		hello.type = 0;
+		return afrdma_link_build_hello(buf, m->credits, m->seq, &hello);
+	}
 	if (m->type == AFRDMA_LINK_MSG_USE)
 		return afrdma_link_build_use(buf, m->credits, m->seq, m->use.users);
 	return afrdma_link_build_msg(buf, m->credits, m->seq, m);
