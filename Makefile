@@ -192,8 +192,8 @@ fuzz:
 	$(MAKE) -C tools/testing/fuzz run FUZZ_SECONDS=$(FUZZ_SECONDS)
 
 # The system-call fuzzers (selftests/sysfuzz.sh: afrdma-sysfuzz and
-# trinity) for FUZZ_SECONDS each on the debug kernel.  make check runs them
-# for 10 s each on the stock kernels.
+# trinity) for FUZZ_SECONDS each on the debug kernel.  make check-debug
+# runs them for 10 s each; make check does not (its runs must repeat).
 fuzz-kernel:
 	@DEBUG_TESTS=sysfuzz FUZZ_SECONDS=$(FUZZ_SECONDS) \
 		DEBUG_TIMEOUT=$$(($(FUZZ_SECONDS) * 3 + 1800)) ./tools/testing/check-debug
