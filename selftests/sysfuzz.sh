@@ -13,8 +13,9 @@
 #
 # vm-run fails the run on any WARN, BUG or sanitizer report in the kernel
 # log, and make check-debug scans kmemleak after this program.  Lengths:
-# AFRDMA_FUZZ_SECONDS (default 10) for each fuzzer; make fuzz-kernel sets
-# it.  Prints TAP.  Needs the module loaded and rxe0 up.
+# AFRDMA_FUZZ_SECONDS (default 10) for each fuzzer; make check-debug and
+# make fuzz-kernel set it, and selftests/run.sh runs this only then.
+# Prints TAP.  Needs the module loaded and rxe0 up.
 set -u
 cd "$(dirname "$0")/.."
 . selftests/lib.sh
