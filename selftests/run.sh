@@ -113,7 +113,9 @@ run tour ./selftests/tour.sh
 # The system-call fuzzers: random by design, so in make check-debug and
 # make fuzz-kernel (which set AFRDMA_FUZZ_SECONDS) and not in make check,
 # whose runs must repeat.
-[ -n "${AFRDMA_FUZZ_SECONDS:-}" ] && run sysfuzz ./selftests/sysfuzz.sh
+if [ -n "${AFRDMA_FUZZ_SECONDS:-}" ]; then
+	run sysfuzz ./selftests/sysfuzz.sh
+fi
 # It replaces rxe0 too, and reloads the module.
 run links ./selftests/links.sh
 # Last: it replaces rxe0.
