@@ -29,8 +29,8 @@
 #   make uninstall
 #   make fuzz [FUZZ_SECONDS=60]   libFuzzer on the wire-format parser
 #   make fuzz-kernel [FUZZ_SECONDS=60]
-#                                 afrdma-sysfuzz and trinity on afrdma's
-#                                 sockets, on the debug kernel
+#                                 afrdma-sysfuzz on afrdma's sockets, on
+#                                 the debug kernel
 #   make clean
 #   make help                     this list
 #
@@ -191,9 +191,9 @@ FUZZ_SECONDS ?= 60
 fuzz:
 	$(MAKE) -C tools/testing/fuzz run FUZZ_SECONDS=$(FUZZ_SECONDS)
 
-# The system-call fuzzers (selftests/sysfuzz.sh: afrdma-sysfuzz and
-# trinity) for FUZZ_SECONDS each on the debug kernel.  make check-debug
-# runs them for 10 s each; make check does not (its runs must repeat).
+# The system-call fuzzer (selftests/sysfuzz.sh, afrdma-sysfuzz) for
+# FUZZ_SECONDS on the debug kernel.  make check-debug runs it for 10 s;
+# make check does not (its runs must repeat).
 fuzz-kernel:
 	@DEBUG_TESTS=sysfuzz FUZZ_SECONDS=$(FUZZ_SECONDS) \
 		DEBUG_TIMEOUT=$$(($(FUZZ_SECONDS) * 3 + 1800)) ./tools/testing/check-debug
