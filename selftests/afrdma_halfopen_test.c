@@ -55,6 +55,17 @@
  */
 #define FLOOD_KMEM_MAX	(32LL << 20)
 /*
+ * On the debug kernel (AFRDMA_TIME_SCALE > 1) KASAN's redzones and its
+ * quarantine of freed objects inflate slab: 1,024 requests peaked at
+ * +41 MiB there, against +16.6 MiB for 4,096 on the stock kernels.
+ */
+static long long flood_kmem_max(void)
+{
+	const char *s = getenv("AFRDMA_TIME_SCALE");
+
+	return s && atoi(s) > 1 ? 2 * FLOOD_KMEM_MAX : FLOOD_KMEM_MAX;
+}
+/*
  * What may stay after everything is freed: partly used slabs, the CQ pool
  * (0.9-3.3 MiB seen); a leak of either side's share would be more.
  */
@@ -406,7 +417,7 @@ TEST_F_TIMEOUT(halfopen, req_flood, 900)
 	EXPECT_LT(drops0, stat0("HalfOpenDrops"));
 	EXPECT_GE(self->per_peer, w.half_max);
 	EXPECT_GE(self->per_peer + 2, w.qps_max);
-	EXPECT_GE(FLOOD_KMEM_MAX, w.kmem_max - self->kmem0)
+	EXPECT_GE(flood_kmem_max(), w.kmem_max - self->kmem0)
 		TH_LOG("kernel memory +%lld KiB at most", (w.kmem_max - self->kmem0) >> 10);
 
 	/*
