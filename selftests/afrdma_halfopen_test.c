@@ -56,14 +56,16 @@
 #define FLOOD_KMEM_MAX	(32LL << 20)
 /*
  * On the debug kernel (AFRDMA_TIME_SCALE > 1) KASAN's redzones and its
- * quarantine of freed objects inflate slab: 1,024 requests peaked at
- * +41 MiB there, against +16.6 MiB for 4,096 on the stock kernels.
+ * quarantine of freed objects (up to 1/32 of memory) distort slab: 1,024
+ * requests peaked at +41 MiB there and +30 MiB stayed after everything
+ * was freed.  The memory bounds are checked on the stock kernels; on the
+ * debug kernel kmemleak checks for leaks, and the figures are only shown.
  */
-static long long flood_kmem_max(void)
+static bool kmem_bounds_hold(void)
 {
 	const char *s = getenv("AFRDMA_TIME_SCALE");
 
-	return s && atoi(s) > 1 ? 2 * FLOOD_KMEM_MAX : FLOOD_KMEM_MAX;
+	return !s || atoi(s) <= 1;
 }
 /*
  * What may stay after everything is freed: partly used slabs, the CQ pool
@@ -417,7 +419,8 @@ TEST_F_TIMEOUT(halfopen, req_flood, 900)
 	EXPECT_LT(drops0, stat0("HalfOpenDrops"));
 	EXPECT_GE(self->per_peer, w.half_max);
 	EXPECT_GE(self->per_peer + 2, w.qps_max);
-	EXPECT_GE(flood_kmem_max(), w.kmem_max - self->kmem0)
+	if (kmem_bounds_hold())
+		EXPECT_GE(FLOOD_KMEM_MAX, w.kmem_max - self->kmem0)
 		TH_LOG("kernel memory +%lld KiB at most", (w.kmem_max - self->kmem0) >> 10);
 
 	/*
@@ -455,14 +458,16 @@ TEST_F_TIMEOUT(halfopen, req_flood, 900)
 	EXPECT_EQ(128, st);
 
 	/* And the flooder's own CM state goes with it. */
-	for (t0 = now(); now() - t0 < scale(30); sleep(1)) {
+	for (t0 = now(); now() - t0 < scale(30) && kmem_bounds_hold(); sleep(1)) {
 		k = kmem();
 		if (k - self->kmem0 <= DRAIN_KMEM_MAX)
 			break;
 	}
+	k = kmem();
 	TH_LOG("kernel memory: +%lld KiB at most, +%lld KiB after",
 	       (w.kmem_max - self->kmem0) >> 10, (k - self->kmem0) >> 10);
-	EXPECT_GE(DRAIN_KMEM_MAX, k - self->kmem0);
+	if (kmem_bounds_hold())
+		EXPECT_GE(DRAIN_KMEM_MAX, k - self->kmem0);
 }
 
 TEST_F_TIMEOUT(halfopen, rtu_withhold, 400)
