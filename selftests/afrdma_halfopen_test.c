@@ -419,9 +419,11 @@ TEST_F_TIMEOUT(halfopen, req_flood, 900)
 	EXPECT_LT(drops0, stat0("HalfOpenDrops"));
 	EXPECT_GE(self->per_peer, w.half_max);
 	EXPECT_GE(self->per_peer + 2, w.qps_max);
-	if (kmem_bounds_hold())
+	if (kmem_bounds_hold()) {
 		EXPECT_GE(FLOOD_KMEM_MAX, w.kmem_max - self->kmem0)
-		TH_LOG("kernel memory +%lld KiB at most", (w.kmem_max - self->kmem0) >> 10);
+			TH_LOG("kernel memory +%lld KiB at most",
+			       (w.kmem_max - self->kmem0) >> 10);
+	}
 
 	/*
 	 * The flooder stops sending requests and holds those answered: the
@@ -458,16 +460,17 @@ TEST_F_TIMEOUT(halfopen, req_flood, 900)
 	EXPECT_EQ(128, st);
 
 	/* And the flooder's own CM state goes with it. */
+	k = kmem();
 	for (t0 = now(); now() - t0 < scale(30) && kmem_bounds_hold(); sleep(1)) {
 		k = kmem();
 		if (k - self->kmem0 <= DRAIN_KMEM_MAX)
 			break;
 	}
-	k = kmem();
 	TH_LOG("kernel memory: +%lld KiB at most, +%lld KiB after",
 	       (w.kmem_max - self->kmem0) >> 10, (k - self->kmem0) >> 10);
-	if (kmem_bounds_hold())
+	if (kmem_bounds_hold()) {
 		EXPECT_GE(DRAIN_KMEM_MAX, k - self->kmem0);
+	}
 }
 
 TEST_F_TIMEOUT(halfopen, rtu_withhold, 400)
