@@ -335,6 +335,15 @@ static void afrdma_conn_show_bufs(struct afrdma_conn *conn)
 					INT_MAX));
 }
 
+/* Whether a ring may grow now: not under memory pressure (mem.c). */
+static bool afrdma_conn_may_grow(struct afrdma_conn *conn)
+{
+	if (!afrdma_mem_under_pressure(conn->memcg))
+		return true;
+	afrdma_inc_stats(conn->sk, AFRDMA_MIB_GROWTHS_DECLINED);
+	return false;
+}
+
 /*
  * The receive ring doubles, up to rx_max, once the peer ran out of credits
  * for data: the new buffers are posted and then offered as credits through
@@ -356,9 +365,7 @@ static void afrdma_conn_grow_work(struct work_struct *work)
 	/* Not before afrdma_conn_start(): the peer may not take the credits. */
 	if (afrdma_sk(sk)->conn == conn && !conn->torn) {
 		added = 0;
-		if (afrdma_mem_under_pressure(conn->memcg)) {
-			afrdma_inc_stats(sk, AFRDMA_MIB_GROWTHS_DECLINED);
-		} else if (READ_ONCE(conn->peer_rx_slots)) {
+		if (afrdma_conn_may_grow(conn) && READ_ONCE(conn->peer_rx_slots)) {
 			old = set_active_memcg(conn->memcg);
 			added = afrdma_rx_add(conn, min(conn->rx_slots,
 							conn->rx_max - conn->rx_slots));
@@ -589,10 +596,8 @@ int afrdma_conn_grow_tx(struct afrdma_conn *conn)
 	m = min(2 * n, conn->tx_max);
 	if (m <= n || conn->torn)
 		return -ENOMEM;
-	if (afrdma_mem_under_pressure(conn->memcg)) {
-		afrdma_inc_stats(conn->sk, AFRDMA_MIB_GROWTHS_DECLINED);
+	if (!afrdma_conn_may_grow(conn))
 		return -ENOMEM;
-	}
 	/* The caller may be any task the socket was passed to. */
 	memcg = set_active_memcg(conn->memcg);
 	ring = kcalloc(m, sizeof(*ring), GFP_KERNEL_ACCOUNT);
