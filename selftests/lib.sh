@@ -165,6 +165,20 @@ wait_listen()
 	done; exit 1' _ "$1" "$2"
 }
 
+# wait_afrdma_listen ADDR PORT SECONDS: waits up to SECONDS for an afrdma
+# listener on ADDR:PORT in /proc/net/afrdma, without connecting to it (a
+# server that takes one client would take the probe).
+wait_afrdma_listen()
+{
+	local t=$((SECONDS + $3))
+
+	until awk -v a="$1:$2" '$1 == "LISTEN" && $2 == a { f = 1 } END { exit !f }' \
+		/proc/net/afrdma; do
+		[ $SECONDS -ge $t ] && return 1
+		sleep 0.1
+	done
+}
+
 # need PROGRAM...: true if all are installed; else records a skip for the
 # test named by $need_test, with the reason.
 need()

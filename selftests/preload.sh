@@ -51,7 +51,9 @@ else
 	# Bounded: a server that never sees its client end must fail, not hang.
 	timeout 90 $run iperf3 -s -1 -J -B "$addr" -p 5201 > "$slog" 2>&1 &
 	srv=$!
-	sleep 1
+	# Its client must not come first: with no listener it is refused.
+	wait_afrdma_listen "$addr" 5201 "$(scaled 30)" ||
+		echo "# iperf3 -s not listening on $addr:5201 after $(scaled 30) s"
 	before=$(rxe_sent_pkts)
 	qp_watch_start
 	timeout 60 $run iperf3 -J -c "$addr" -p 5201 -t 5 > "$clog" 2>&1
