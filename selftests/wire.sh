@@ -409,22 +409,11 @@ wire_outage()
 		tap_result skip "$name" "$netem_skip"
 		return
 	fi
-	if ! tc qdisc replace dev "$nic" root netem loss 0% ||
-	   ! tc qdisc replace dev "$nic" handle ffff: ingress; then
-		msg "$name: could not set up tc"
-		tap_result fail "$name"
-		wire_untc
-		return
-	fi
+	wire_tc_ready "$name" || return
 	stream_start 64M
 	stream_up || qp=1
 	sleep 1
-	if ! tc qdisc change dev "$nic" root netem loss 100% ||
-	   ! tc filter add dev "$nic" parent ffff: protocol all u32 \
-		match u32 0 0 action drop; then
-		msg "$name: could not cut the wire with tc"
-		cut=
-	fi
+	wire_cut "$name" || cut=
 	msg "$name: wire cut at $((SECONDS - st0)) s"
 	sleep 5
 	tc qdisc change dev "$nic" root netem loss 0%
@@ -442,7 +431,31 @@ wire_outage()
 	rxe_heal "$name"
 }
 
-# Removes wire_outage's qdiscs, with no stream running.
+# wire_tc_ready NAME: the qdiscs wire_cut changes, put in place before a
+# stream starts (see wire_outage); fails NAME if tc cannot.
+wire_tc_ready()
+{
+	if ! tc qdisc replace dev "$nic" root netem loss 0% ||
+	   ! tc qdisc replace dev "$nic" handle ffff: ingress; then
+		msg "$1: could not set up tc"
+		tap_result fail "$1"
+		wire_untc
+		return 1
+	fi
+}
+
+# wire_cut NAME: nothing leaves A's NIC and nothing arrives, link up.
+wire_cut()
+{
+	if ! tc qdisc change dev "$nic" root netem loss 100% ||
+	   ! tc filter add dev "$nic" parent ffff: protocol all u32 \
+		match u32 0 0 action drop; then
+		msg "$1: could not cut the wire with tc"
+		return 1
+	fi
+}
+
+# Removes wire_tc_ready's qdiscs, with no stream running.
 wire_untc()
 {
 	tc qdisc del dev "$nic" root 2>/dev/null
@@ -539,19 +552,10 @@ stale_qpn()
 		return
 	fi
 	rxe_renew
-	if ! tc qdisc replace dev "$nic" root netem loss 0% ||
-	   ! tc qdisc replace dev "$nic" handle ffff: ingress; then
-		msg "$name: could not set up tc"
-		tap_result fail "$name"
-		wire_untc
-		return
-	fi
+	wire_tc_ready "$name" || return
 	stream_flowing "$name" || { wire_untc; return; }
 	sleep 1
-	if ! tc qdisc change dev "$nic" root netem loss 100% ||
-	   ! tc filter add dev "$nic" parent ffff: protocol all u32 \
-		match u32 0 0 action drop; then
-		msg "$name: could not cut the wire with tc"
+	if ! wire_cut "$name"; then
 		tap_result fail "$name"
 		stream_stop
 		stream_wait
