@@ -66,24 +66,9 @@ static int rdma_socket(void)
 
 static int rdma_listener(unsigned short *port)
 {
-	struct sockaddr_storage ss;
-	socklen_t len;
-	int fd;
+	int fd = rdma_socket();
 
-	fd = rdma_socket();
-	if (fd < 0)
-		return -1;
-	len = afrdma_make_addr(&ss, test_addr(false), 0);
-	if (bind(fd, (struct sockaddr *)&ss, len) || listen(fd, 8))
-		goto fail;
-	len = sizeof(ss);
-	if (getsockname(fd, (struct sockaddr *)&ss, &len))
-		goto fail;
-	*port = afrdma_addr_port(&ss);
-	return fd;
-fail:
-	close(fd);
-	return -1;
+	return fd < 0 ? -1 : listen_any_port(fd, test_addr(false), 8, port);
 }
 
 /*
