@@ -1070,11 +1070,12 @@ static bool afrdma_cm_work_one(struct sock *sk)
 	struct afrdma_sock *ars = afrdma_sk(sk);
 	struct rdma_cm_event ev;
 	struct rdma_cm_id *id;
+	bool locked, listener;
 	struct sock *parent;
-	bool locked;
 	int ret = 0;
 
 	lock_sock(sk);
+	listener = sk->sk_state == TCP_LISTEN;
 	id = afrdma_cm_next(sk, &ev);
 	if (!id) {
 		release_sock(sk);
@@ -1099,10 +1100,20 @@ static bool afrdma_cm_work_one(struct sock *sk)
 		if (locked)
 			rdma_unlock_handler(id);
 	}
+	/*
+	 * Let go of above: nothing else destroys it, or names it.  Before
+	 * the socket is released, unless it listens: a connect() after a
+	 * refused one binds the same port again, which the old id holds
+	 * until it is destroyed.  The id's handler never waits for this
+	 * socket's lock; a listening id's destruction waits for REQ
+	 * handlers, which wait for the listener's.
+	 */
+	if (ret && !listener)
+		rdma_destroy_id(id);
 	release_sock(sk);
 	if (ret) {
-		/* Let go of above: nothing else destroys it, or names it. */
-		rdma_destroy_id(id);
+		if (listener)
+			rdma_destroy_id(id);
 		afrdma_cm_put_refs(sk, ret);
 	}
 	return true;
