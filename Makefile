@@ -131,8 +131,8 @@ selftests:
 check:
 	@./tools/testing/check $(CHECK_KRELS)
 
-# DEBUG_TESTS=quick: the data path, fallback, hostile, zero-copy and
-# device-removal tests only.
+# DEBUG_TESTS=quick: the data path, fallback, hostile, stalled-call,
+# zero-copy and device-removal tests only.
 check-debug:
 	@./tools/testing/check-debug
 

@@ -157,18 +157,18 @@ static inline int afrdma_mem_sysctl(char *get, size_t len, const char *set)
  * A plain TCP listener on @host (needs lib/afrdma_sock.h first), its port
  * in @port; -1 on error.
  */
-static inline int tcp_listen_on(const char *host, unsigned short *port)
+/*
+ * Binds @fd to @host on any port and listens: @fd, its port in @port; or
+ * -1 with @fd closed.
+ */
+static inline int listen_any_port(int fd, const char *host, int backlog,
+				  unsigned short *port)
 {
 	struct sockaddr_storage ss;
 	socklen_t len;
-	int one = 1, fd;
 
 	len = afrdma_make_addr(&ss, host, 0);
-	fd = socket(ss.ss_family, SOCK_STREAM, 0);
-	if (fd < 0)
-		return -1;
-	if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) ||
-	    bind(fd, (struct sockaddr *)&ss, len) || listen(fd, 4))
+	if (bind(fd, (struct sockaddr *)&ss, len) || listen(fd, backlog))
 		goto fail;
 	len = sizeof(ss);
 	if (getsockname(fd, (struct sockaddr *)&ss, &len))
@@ -178,6 +178,22 @@ static inline int tcp_listen_on(const char *host, unsigned short *port)
 fail:
 	close(fd);
 	return -1;
+}
+
+static inline int tcp_listen_on(const char *host, unsigned short *port)
+{
+	struct sockaddr_storage ss;
+	int one = 1, fd;
+
+	afrdma_make_addr(&ss, host, 0);
+	fd = socket(ss.ss_family, SOCK_STREAM, 0);
+	if (fd < 0)
+		return -1;
+	if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one))) {
+		close(fd);
+		return -1;
+	}
+	return listen_any_port(fd, host, 4, port);
 }
 
 /*

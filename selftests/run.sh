@@ -104,6 +104,7 @@ run curl ./selftests/curl.sh
 run transfer ./selftests/transfer.sh
 run hostile ./selftests/afrdma_hostile_test
 run halfopen ./selftests/afrdma_halfopen_test
+run cmstall ./selftests/afrdma_cmstall_test
 run ops ./selftests/ops.sh
 run trace ./selftests/trace.sh
 run misuse python3 ./selftests/misuse.py

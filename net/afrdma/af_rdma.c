@@ -67,6 +67,7 @@ static void afrdma_sk_destruct(struct sock *sk)
 	struct afrdma_sock *ars = afrdma_sk(sk);
 
 	afrdma_diag_del(sk);
+	afrdma_cm_destruct(sk);
 	/* AF_RDMA's base destructor is not inet's, which would purge it. */
 	skb_queue_purge(&sk->sk_error_queue);
 	/* Nor free what IP_OPTIONS keeps: inet_sock_destruct() does that. */

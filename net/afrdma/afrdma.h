@@ -36,6 +36,11 @@
 #define AFRDMA_RESOLVE_STEP_MS	100
 /* Connects sent again after the peer's CM refused one as stale (cm.c) */
 #define AFRDMA_STALE_RETRIES	3
+/*
+ * rdma_cm events one socket may have waiting for it (cm.c).  They are all
+ * for one cm id, which gets a handful in its life.
+ */
+#define AFRDMA_CM_EVENTS_MAX	16
 #define AFRDMA_TCP_OPTS		16
 #define AFRDMA_FALLBACK_TIMEOUT_MS	2000
 #define AFRDMA_MAX_CONNS	4096
@@ -336,12 +341,29 @@ struct afrdma_conn {
  * The socket.  It begins with an inet_sock because inet_create() and
  * inet6_create() treat it as one on the IPPROTO_RDMA path.
  *
- * Locking: the socket lock covers every field; the rdma_cm handler takes
- * it too.  A listener's queues are under the listener's lock.
+ * Locking: the socket lock covers every field; the rdma_cm handler owns
+ * the socket too, but only if it can without waiting (cm.c).  A
+ * listener's queues are under the listener's lock.
  */
 struct afrdma_sock {
 	struct inet_sock	inet;
+	/*
+	 * Changed only by the owner, and under sk_lock.slock too
+	 * (afrdma_cm_set_id()): the rdma_cm handler compares an event's id
+	 * with it there, without owning the socket.
+	 */
 	struct rdma_cm_id	*cm_id;
+	/*
+	 * rdma_cm events that found the socket owned (cm.c), oldest first,
+	 * all for cm_id: a new id drops the old one's.  Under sk_lock.slock.
+	 * @cm_work, queued with a socket reference, handles them with the
+	 * socket locked.  @cm_lost: one more could not be kept (memory, or
+	 * AFRDMA_CM_EVENTS_MAX), and cm_work resets the connection for it.
+	 */
+	struct list_head	cm_events;
+	unsigned int		cm_nr_events;
+	bool			cm_lost;
+	struct work_struct	cm_work;
 	struct afrdma_conn	*conn;		/* cleared under socks lock too */
 	struct sock		*parent;	/* handshake in progress */
 	struct list_head	accept_node;	/* on the parent's syn_q or accept_q */
@@ -554,6 +576,7 @@ void afrdma_fb_keepalive(struct sock *sk, int val);
 /* cm.c */
 int afrdma_cm_create_id(struct sock *sk);
 void afrdma_cm_resolve_init(struct sock *sk);
+void afrdma_cm_destruct(struct sock *sk);
 int afrdma_cm_resolve(struct sock *sk);
 struct rdma_cm_id *afrdma_cm_take_id(struct sock *sk);
 void afrdma_cm_put_id(struct sock *sk, struct rdma_cm_id *id);

@@ -4,11 +4,30 @@
  * connecting sockets, listeners and the connections they accept.
  *
  * Every cm id holds a reference on its socket.  The handler runs in process
- * context and takes the socket lock; a socket whose cm_id no longer matches
- * the event's id has let go of it and ignores the event.
+ * context, but on work queues every RDMA user shares (ib_cm's runs one item
+ * at a time, ib_addr's is ordered): it must never wait for anything a
+ * program or a peer controls, and a program may hold its socket's lock
+ * across a fault on its own memory (userfaultfd, FUSE) for as long as it
+ * likes.  So the handler owns the socket only if nobody does, as a trylock;
+ * otherwise it queues a copy of the event, and afrdma_cm_work() handles it
+ * from afrdma_wq with the socket locked.  A socket whose cm_id no longer
+ * matches the event's id has let go of it and ignores the event.
+ *
+ * The one exception is a listener's CONNECT_REQUEST: it waits for the
+ * listener's lock, because deferring it would need the new id answered
+ * later, and only -ENOMEM drops a REQ without a REJ.  A listener's lock is
+ * therefore never held across a user copy (sockopt.c copies options in
+ * before it locks, and out after).
+ *
+ * Lock order: the socket, then the handler mutex of its id (afrdma_cm_work()
+ * for ROUTE_RESOLVED); the handler mutexes rdma_cm holds for a REQ, then the
+ * listener (subclass 1), then the new child (subclass 2); a child, then its
+ * listener (subclass 1).  The handler's own trylocks add no order.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
+#include <linux/lockdep.h>
+#include <linux/slab.h>
 #include <net/ipv6.h>
 #include <net/tcp_states.h>
 #include <rdma/ib.h>
@@ -16,9 +35,56 @@
 
 #include "afrdma.h"
 
-int afrdma_cm_create_id(struct sock *sk)
+/* The listener a REQ or a child's event locks, and a REQ's new child */
+#define AFRDMA_NEST_LISTENER	SINGLE_DEPTH_NESTING
+#define AFRDMA_NEST_NEW_CHILD	(SINGLE_DEPTH_NESTING + 1)
+
+/*
+ * A copy of a deferred event: what the handling reads from it.  Our
+ * private data (ESTABLISHED's) is all afrdma_parse_cm_priv() reads.
+ */
+struct afrdma_cm_ev {
+	struct list_head	node;
+	struct rdma_cm_id	*id;
+	enum rdma_cm_event_type	event;
+	int			status;
+	u8			priv_len;
+	u8			priv[sizeof(struct afrdma_cm_priv)];
+};
+
+static void afrdma_cm_free_events(struct list_head *events)
+{
+	struct afrdma_cm_ev *e, *tmp;
+
+	list_for_each_entry_safe(e, tmp, events, node)
+		kfree(e);
+}
+
+/*
+ * Every change of ars->cm_id.  The caller owns @sk; the spinlock orders it
+ * against the handler, which compares an event's id with cm_id under it.
+ * An id let go of takes its queued events with it: nobody may destroy it
+ * while a deferred event still names it, and once the handler sees it is
+ * not cm_id it queues none for it.
+ */
+static void afrdma_cm_set_id(struct sock *sk, struct rdma_cm_id *id)
 {
 	struct afrdma_sock *ars = afrdma_sk(sk);
+	LIST_HEAD(drop);
+
+	spin_lock_bh(&sk->sk_lock.slock);
+	if (ars->cm_id != id) {
+		list_splice_init(&ars->cm_events, &drop);
+		ars->cm_nr_events = 0;
+		ars->cm_lost = false;
+	}
+	ars->cm_id = id;
+	spin_unlock_bh(&sk->sk_lock.slock);
+	afrdma_cm_free_events(&drop);
+}
+
+int afrdma_cm_create_id(struct sock *sk)
+{
 	struct rdma_cm_id *id;
 
 	id = rdma_create_id(sock_net(sk), afrdma_cm_handler, sk, RDMA_PS_TCP,
@@ -30,7 +96,7 @@ int afrdma_cm_create_id(struct sock *sk)
 	if (sk->sk_family == AF_INET6 && sk->sk_ipv6only)
 		rdma_set_afonly(id, 1);
 	sock_hold(sk);
-	ars->cm_id = id;
+	afrdma_cm_set_id(sk, id);
 	return 0;
 }
 
@@ -113,7 +179,7 @@ static int afrdma_cm_connect_failed(struct sock *sk, int err, int reason)
 	afrdma_fb_timer_stop(sk);
 	if (ars->conn)
 		afrdma_conn_teardown(ars->conn);
-	ars->cm_id = NULL;
+	afrdma_cm_set_id(sk, NULL);
 	afrdma_fb_connect(sk, reason);
 	return 1;
 }
@@ -140,10 +206,11 @@ int afrdma_cm_resolve(struct sock *sk)
 
 /*
  * The next step, from afrdma's work queue.  rdma_resolve_addr() cancels
- * the id's last request synchronously, waiting for its work, whose rdma_cm
- * callback (afrdma_cm_handler()) takes the socket lock: so the ADDR_ERROR
- * handler cannot call it, and this work calls it without the socket lock.
- * resolve_id keeps the id alive meanwhile: see afrdma_cm_take_id().
+ * the id's last request synchronously, waiting for its work, in which the
+ * ADDR_ERROR handler runs: so that handler cannot call it.  This work calls
+ * it without the socket lock, so that no wait for rdma_cm's work is made
+ * under a lock a program may hold.  resolve_id keeps the id alive
+ * meanwhile: see afrdma_cm_take_id().
  */
 static void afrdma_cm_resolve_work(struct work_struct *work)
 {
@@ -186,17 +253,18 @@ out:
 }
 
 /*
- * Lets go of the socket's cm id.  Returns it for the caller to destroy once
- * the socket is unlocked (its handler takes the lock), with the socket
- * reference it holds; or NULL if there is none, or afrdma_cm_resolve_work()
- * is using it and destroys it when done.  @sk is locked.
+ * Lets go of the socket's cm id, and of its deferred events.  Returns it
+ * for the caller to destroy once the socket is unlocked (see
+ * afrdma_cm_put_id()), with the socket reference it holds; or NULL if there
+ * is none, or afrdma_cm_resolve_work() is using it and destroys it when
+ * done.  @sk is locked.
  */
 struct rdma_cm_id *afrdma_cm_take_id(struct sock *sk)
 {
 	struct afrdma_sock *ars = afrdma_sk(sk);
 	struct rdma_cm_id *id = ars->cm_id;
 
-	ars->cm_id = NULL;
+	afrdma_cm_set_id(sk, NULL);
 	if (id && id == ars->resolve_id) {
 		ars->resolve_drop = true;
 		return NULL;
@@ -207,7 +275,7 @@ struct rdma_cm_id *afrdma_cm_take_id(struct sock *sk)
 /*
  * Destroys an id that afrdma_cm_take_id() returned (or NULL), and drops
  * the socket reference it held.  @sk is not locked: rdma_destroy_id()
- * waits for the id's handler, which takes the lock.
+ * waits for the id's handler, and a listener's waits for the lock.
  */
 void afrdma_cm_put_id(struct sock *sk, struct rdma_cm_id *id)
 {
@@ -270,9 +338,12 @@ out:
 }
 
 static void afrdma_cm_syn_timeout(struct work_struct *work);
+static void afrdma_cm_work(struct work_struct *work);
 
 void afrdma_cm_resolve_init(struct sock *sk)
 {
+	INIT_LIST_HEAD(&afrdma_sk(sk)->cm_events);
+	INIT_WORK(&afrdma_sk(sk)->cm_work, afrdma_cm_work);
 	INIT_WORK(&afrdma_sk(sk)->resolve_work, afrdma_cm_resolve_work);
 	INIT_WORK(&afrdma_sk(sk)->retry_work, afrdma_cm_retry_work);
 	INIT_DELAYED_WORK(&afrdma_sk(sk)->syn_timer, afrdma_cm_syn_timeout);
@@ -301,7 +372,7 @@ static bool afrdma_cm_retry_stale(struct sock *sk, struct rdma_cm_id *id,
 		afrdma_conn_teardown(ars->conn);
 	/* The handler ignores the refused id's events from now on. */
 	ars->retry_id = id;
-	ars->cm_id = NULL;
+	afrdma_cm_set_id(sk, NULL);
 	sock_hold(sk);
 	if (!queue_work(afrdma_wq, &ars->retry_work))
 		sock_put(sk);
@@ -416,11 +487,9 @@ static void afrdma_cm_disconnected(struct sock *sk)
 /* The device is going: release everything and let rdma_cm destroy the id. */
 static int afrdma_cm_device_removal(struct sock *sk)
 {
-	struct afrdma_sock *ars = afrdma_sk(sk);
-
 	afrdma_trace_reset(sk, ECONNRESET, AFRDMA_RST_DEVICE);
 	afrdma_cm_fail(sk, ECONNRESET);
-	ars->cm_id = NULL;
+	afrdma_cm_set_id(sk, NULL);
 	return 1;
 }
 
@@ -559,8 +628,8 @@ static void afrdma_cm_syn_del(struct sock *lsk, struct sock *sk)
 /*
  * The bound: a child still half-open goes, its QP and buffers with it.
  * Destroying its id in REP_SENT makes ib_cm send the peer a REJ; that
- * waits for the id's handler, which may wait for the socket lock, so it
- * happens once the lock is released.
+ * waits for the id's handler, so it happens once the locks are released,
+ * as every rdma_destroy_id() here.
  */
 static void afrdma_cm_syn_timeout(struct work_struct *work)
 {
@@ -573,7 +642,7 @@ static void afrdma_cm_syn_timeout(struct work_struct *work)
 	lock_sock(sk);
 	parent = ars->parent;
 	if (parent && sk->sk_state == TCP_SYN_RECV) {
-		lock_sock_nested(parent, SINGLE_DEPTH_NESTING);
+		lock_sock_nested(parent, AFRDMA_NEST_LISTENER);
 		afrdma_cm_syn_del(parent, sk);
 		release_sock(parent);
 		ars->parent = NULL;
@@ -609,15 +678,10 @@ void afrdma_cm_syn_flush(struct sock *lsk)
 	}
 }
 
-/* An accepted connection before it is established: @sk is the child. */
-static int afrdma_cm_child_event(struct sock *sk, struct rdma_cm_event *ev)
+/* The events that end a child's handshake, which need its listener */
+static bool afrdma_cm_child_wants(enum rdma_cm_event_type event)
 {
-	struct afrdma_sock *ars = afrdma_sk(sk);
-	struct sock *parent = ars->parent;
-	struct afrdma_sock *pars = afrdma_sk(parent);
-	bool queued = false, closed, up;
-
-	switch (ev->event) {
+	switch (event) {
 	case RDMA_CM_EVENT_ESTABLISHED:
 	case RDMA_CM_EVENT_REJECTED:
 	case RDMA_CM_EVENT_CONNECT_ERROR:
@@ -625,10 +689,22 @@ static int afrdma_cm_child_event(struct sock *sk, struct rdma_cm_event *ev)
 	case RDMA_CM_EVENT_DISCONNECTED:
 	case RDMA_CM_EVENT_DEVICE_REMOVAL:
 	case RDMA_CM_EVENT_ADDR_CHANGE:
-		break;
+		return true;
 	default:
-		return 0;
+		return false;
 	}
+}
+
+/*
+ * An accepted connection before it is established: @sk is the child, and
+ * the caller owns it and its listener, @parent, which this releases.
+ */
+static int afrdma_cm_child_event(struct sock *sk, struct sock *parent,
+				 struct rdma_cm_event *ev)
+{
+	struct afrdma_sock *pars = afrdma_sk(parent);
+	struct afrdma_sock *ars = afrdma_sk(sk);
+	bool queued = false, closed, up;
 
 	/*
 	 * A client that sent and closed before our ESTABLISHED came (its RTU
@@ -640,7 +716,6 @@ static int afrdma_cm_child_event(struct sock *sk, struct rdma_cm_event *ev)
 	/* Its send buffers, left out while it was half-open. */
 	if (up && ars->conn && afrdma_conn_alloc_tx(ars->conn))
 		up = false;
-	lock_sock_nested(parent, SINGLE_DEPTH_NESTING);
 	afrdma_cm_syn_del(parent, sk);
 	if (up && parent->sk_state == TCP_LISTEN) {
 		WRITE_ONCE(ars->transport, AFRDMA_TRANSPORT_RDMA);
@@ -668,7 +743,7 @@ static int afrdma_cm_child_event(struct sock *sk, struct rdma_cm_event *ev)
 	/* Nobody will accept it: drop it, and let rdma_cm destroy the id. */
 	if (ars->conn)
 		afrdma_conn_teardown(ars->conn);
-	ars->cm_id = NULL;
+	afrdma_cm_set_id(sk, NULL);
 	afrdma_set_state(sk, TCP_CLOSE);
 	sock_set_flag(sk, SOCK_DEAD);
 	return 2;
@@ -687,7 +762,13 @@ static int afrdma_cm_request(struct sock *lsk, struct rdma_cm_id *id,
 	struct sock *sk;
 	int err;
 
-	lock_sock(lsk);
+	/*
+	 * The one wait in the handler: see the top of this file.  Nested
+	 * only for lockdep, which cannot tell this listener from the
+	 * connecting socket whose lock afrdma_cm_work() holds around
+	 * rdma_lock_handler(): a listener's id never gets ROUTE_RESOLVED.
+	 */
+	lock_sock_nested(lsk, AFRDMA_NEST_LISTENER);
 	if (lsk->sk_state != TCP_LISTEN ||
 	    afrdma_parse_cm_priv(ev->param.conn.private_data,
 				 ev->param.conn.private_data_len, &peer))
@@ -725,7 +806,7 @@ static int afrdma_cm_request(struct sock *lsk, struct rdma_cm_id *id,
 	 * device's removal (afrdma_conn_abort() locks the child): hold the
 	 * child until it is accepted or dropped.
 	 */
-	lock_sock_nested(sk, SINGLE_DEPTH_NESTING);
+	lock_sock_nested(sk, AFRDMA_NEST_NEW_CHILD);
 	ars->syn_peer = key;
 	afrdma_set_state(sk, TCP_SYN_RECV);
 	/* In rdma_cm's worker: charge the listener's owner. */
@@ -747,7 +828,7 @@ static int afrdma_cm_request(struct sock *lsk, struct rdma_cm_id *id,
 	/* From here on the child's own events drive it. */
 	afrdma_diag_set_cm(sk, id);
 	id->context = sk;
-	ars->cm_id = id;
+	afrdma_cm_set_id(sk, id);
 	sock_hold(sk);
 	ars->parent = lsk;
 	sock_hold(lsk);
@@ -767,37 +848,324 @@ reject:
 	return 1;
 }
 
+/* The id went (@ret from the handling): its reference, a dropped child's. */
+static void afrdma_cm_put_refs(struct sock *sk, int ret)
+{
+	if (ret == 2)
+		sock_put(sk);
+	sock_put(sk);
+}
+
+/*
+ * The handling of an event for a socket that is not a child, which the
+ * caller owns: non-zero when the id is to be destroyed.
+ */
+static int afrdma_cm_sock_event(struct sock *sk, struct rdma_cm_id *id,
+				struct rdma_cm_event *ev)
+{
+	int ret = afrdma_cm_event(sk, id, ev);
+
+	/* Nobody may destroy an id the resolve work is using. */
+	if (ret && afrdma_sk(sk)->resolve_id == id) {
+		afrdma_sk(sk)->resolve_drop = true;
+		ret = 0;
+	}
+	return ret;
+}
+
+/* Events that change nothing here need no socket at all. */
+static bool afrdma_cm_wanted(enum rdma_cm_event_type event)
+{
+	switch (event) {
+	case RDMA_CM_EVENT_CONNECT_RESPONSE:
+	case RDMA_CM_EVENT_TIMEWAIT_EXIT:
+	case RDMA_CM_EVENT_MULTICAST_JOIN:
+	case RDMA_CM_EVENT_MULTICAST_ERROR:
+		return false;
+	default:
+		return true;
+	}
+}
+
+/*
+ * Queues a copy of an event for afrdma_cm_work(), with @sk's spinlock
+ * held.  Takes @*ep, the copy made beforehand; without one, or past the
+ * bound, the event is lost and cm_work resets the connection instead.
+ */
+static void afrdma_cm_queue_locked(struct sock *sk, struct afrdma_cm_ev **ep)
+{
+	struct afrdma_sock *ars = afrdma_sk(sk);
+
+	if (*ep && ars->cm_nr_events < AFRDMA_CM_EVENTS_MAX && !ars->cm_lost) {
+		list_add_tail(&(*ep)->node, &ars->cm_events);
+		ars->cm_nr_events++;
+		*ep = NULL;
+	} else {
+		ars->cm_lost = true;
+	}
+}
+
+static struct afrdma_cm_ev *afrdma_cm_copy(struct rdma_cm_id *id,
+					   const struct rdma_cm_event *ev)
+{
+	const struct rdma_conn_param *conn = &ev->param.conn;
+	struct afrdma_cm_ev *e;
+
+	/* rdma_cm's handlers run in process context, holding no spinlock. */
+	e = kzalloc(sizeof(*e), GFP_KERNEL);
+	if (!e)
+		return NULL;
+	e->id = id;
+	e->event = ev->event;
+	e->status = ev->status;
+	if (conn->private_data) {
+		e->priv_len = min_t(u8, conn->private_data_len, sizeof(e->priv));
+		memcpy(e->priv, conn->private_data, e->priv_len);
+	}
+	return e;
+}
+
+/* The event again, as the handling reads it. */
+static void afrdma_cm_uncopy(struct afrdma_cm_ev *e, struct rdma_cm_event *ev)
+{
+	memset(ev, 0, sizeof(*ev));
+	ev->event = e->event;
+	ev->status = e->status;
+	if (e->priv_len) {
+		ev->param.conn.private_data = e->priv;
+		ev->param.conn.private_data_len = e->priv_len;
+	}
+}
+
+static void afrdma_cm_kick(struct sock *sk)
+{
+	sock_hold(sk);
+	if (!queue_work(afrdma_wq, &afrdma_sk(sk)->cm_work))
+		sock_put(sk);
+}
+
+/* @sk is ours: queue @ev after whatever waits already. */
+static void afrdma_cm_defer(struct sock *sk, struct rdma_cm_id *id,
+			    const struct rdma_cm_event *ev)
+{
+	struct afrdma_cm_ev *e = afrdma_cm_copy(id, ev);
+
+	spin_lock_bh(&sk->sk_lock.slock);
+	afrdma_cm_queue_locked(sk, &e);
+	spin_unlock_bh(&sk->sk_lock.slock);
+	kfree(e);
+	afrdma_cm_kick(sk);
+}
+
+/* lock_sock() that never waits: true if @sk is ours now. */
+static bool afrdma_cm_try_own(struct sock *sk, int subclass)
+{
+	bool owned;
+
+	spin_lock_bh(&sk->sk_lock.slock);
+	owned = !sock_owned_by_user_nocheck(sk);
+	if (owned)
+		sk->sk_lock.owned = 1;
+	spin_unlock_bh(&sk->sk_lock.slock);
+	/* As lock_sock() does, as a trylock; release_sock() releases it. */
+	if (owned)
+		mutex_acquire(&sk->sk_lock.dep_map, subclass, 1, _RET_IP_);
+	return owned;
+}
+
+enum {
+	AFRDMA_CM_IGNORE,	/* not the socket's id (any more) */
+	AFRDMA_CM_OWNED,	/* handle it now: the socket is ours */
+	AFRDMA_CM_QUEUED,	/* afrdma_cm_work() will */
+};
+
+/*
+ * The handler's way into @sk: never waits.  The event is handled at once
+ * only if nobody owns the socket and nothing older waits for cm_work.  The
+ * copy is made, outside the spinlock, only when it is needed.
+ */
+static int afrdma_cm_own(struct sock *sk, struct rdma_cm_id *id,
+			 const struct rdma_cm_event *ev)
+{
+	struct afrdma_sock *ars = afrdma_sk(sk);
+	struct afrdma_cm_ev *e = NULL;
+	bool copied = false;
+	int ret;
+
+	for (;;) {
+		spin_lock_bh(&sk->sk_lock.slock);
+		if (ars->cm_id != id) {
+			ret = AFRDMA_CM_IGNORE;
+		} else if (!sock_owned_by_user_nocheck(sk) &&
+			   list_empty(&ars->cm_events) && !ars->cm_lost) {
+			sk->sk_lock.owned = 1;
+			ret = AFRDMA_CM_OWNED;
+		} else if (copied) {
+			afrdma_cm_queue_locked(sk, &e);
+			ret = AFRDMA_CM_QUEUED;
+		} else {
+			spin_unlock_bh(&sk->sk_lock.slock);
+			e = afrdma_cm_copy(id, ev);
+			copied = true;
+			continue;
+		}
+		break;
+	}
+	spin_unlock_bh(&sk->sk_lock.slock);
+	kfree(e);
+	if (ret == AFRDMA_CM_OWNED)
+		mutex_acquire(&sk->sk_lock.dep_map, 0, 1, _RET_IP_);
+	else if (ret == AFRDMA_CM_QUEUED)
+		afrdma_cm_kick(sk);
+	return ret;
+}
+
+/*
+ * The oldest deferred event, taken off the queue, in @ev; its id, or NULL
+ * when none waits.  An event that could not be kept (cm_lost) comes after
+ * the others, as a DEVICE_REMOVAL: the connection resets, and its id goes,
+ * which is also what a real removal (perhaps the event lost) waits for.
+ * @sk is locked.
+ */
+static struct rdma_cm_id *afrdma_cm_next(struct sock *sk,
+					 struct rdma_cm_event *ev)
+{
+	struct afrdma_sock *ars = afrdma_sk(sk);
+	struct rdma_cm_id *id = NULL;
+	struct afrdma_cm_ev *e;
+
+	spin_lock_bh(&sk->sk_lock.slock);
+	e = list_first_entry_or_null(&ars->cm_events, struct afrdma_cm_ev,
+				     node);
+	if (e) {
+		list_del(&e->node);
+		ars->cm_nr_events--;
+	} else if (ars->cm_lost && ars->cm_id) {
+		ars->cm_lost = false;
+		id = ars->cm_id;
+		memset(ev, 0, sizeof(*ev));
+		ev->event = RDMA_CM_EVENT_DEVICE_REMOVAL;
+		ev->status = -ENOMEM;
+	}
+	spin_unlock_bh(&sk->sk_lock.slock);
+	if (e) {
+		id = e->id;
+		afrdma_cm_uncopy(e, ev);
+	}
+	kfree(e);
+	return id;
+}
+
+/*
+ * Handles one deferred event, with the same code as the handler, in order.
+ * Socket first, then the handler mutex (rdma_connect_locked() needs it),
+ * never the other way: this work must not wait for a lock a program holds
+ * while it holds what rdma_cm's own work needs.  A child's listener may be
+ * waited for here: its lock is never held across a user copy.  Where the
+ * handler would have had rdma_cm destroy the id, this destroys it.  False
+ * once nothing is left.
+ */
+static bool afrdma_cm_work_one(struct sock *sk)
+{
+	struct afrdma_sock *ars = afrdma_sk(sk);
+	struct rdma_cm_event ev;
+	struct rdma_cm_id *id;
+	bool locked, listener;
+	struct sock *parent;
+	int ret = 0;
+
+	lock_sock(sk);
+	listener = sk->sk_state == TCP_LISTEN;
+	id = afrdma_cm_next(sk, &ev);
+	if (!id) {
+		release_sock(sk);
+		return false;
+	}
+	/* afrdma_cm_set_id() drops the events of an id let go of. */
+	if (WARN_ON_ONCE(id != ars->cm_id)) {
+		release_sock(sk);
+		return true;
+	}
+	parent = ars->parent;
+	if (parent) {
+		if (afrdma_cm_child_wants(ev.event)) {
+			lock_sock_nested(parent, AFRDMA_NEST_LISTENER);
+			ret = afrdma_cm_child_event(sk, parent, &ev);
+		}
+	} else {
+		locked = ev.event == RDMA_CM_EVENT_ROUTE_RESOLVED;
+		if (locked)
+			rdma_lock_handler(id);
+		ret = afrdma_cm_sock_event(sk, id, &ev);
+		if (locked)
+			rdma_unlock_handler(id);
+	}
+	/*
+	 * Let go of above: nothing else destroys it, or names it.  Before
+	 * the socket is released, unless it listens: a connect() after a
+	 * refused one binds the same port again, which the old id holds
+	 * until it is destroyed.  The id's handler never waits for this
+	 * socket's lock; a listening id's destruction waits for REQ
+	 * handlers, which wait for the listener's.
+	 */
+	if (ret && !listener)
+		rdma_destroy_id(id);
+	release_sock(sk);
+	if (ret) {
+		if (listener)
+			rdma_destroy_id(id);
+		afrdma_cm_put_refs(sk, ret);
+	}
+	return true;
+}
+
+static void afrdma_cm_work(struct work_struct *work)
+{
+	struct afrdma_sock *ars = container_of(work, struct afrdma_sock,
+					       cm_work);
+	struct sock *sk = &ars->inet.sk;
+
+	while (afrdma_cm_work_one(sk))
+		;
+	sock_put(sk);
+}
+
+/* Whatever is left when the socket goes: nothing, by afrdma_cm_set_id(). */
+void afrdma_cm_destruct(struct sock *sk)
+{
+	afrdma_cm_free_events(&afrdma_sk(sk)->cm_events);
+}
+
 int afrdma_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 {
 	struct sock *sk = id->context;
-	int ret;
+	struct sock *parent;
+	int ret = 0;
 
 	pr_debug("%s: %s (%d)\n", __func__, rdma_event_msg(ev->event),
 		 ev->status);
 
 	if (ev->event == RDMA_CM_EVENT_CONNECT_REQUEST)
 		return afrdma_cm_request(sk, id, ev);
+	if (!afrdma_cm_wanted(ev->event) ||
+	    afrdma_cm_own(sk, id, ev) != AFRDMA_CM_OWNED)
+		return 0;
 
-	lock_sock(sk);
-	if (afrdma_sk(sk)->cm_id != id) {
+	parent = afrdma_sk(sk)->parent;
+	if (!parent)
+		ret = afrdma_cm_sock_event(sk, id, ev);
+	else if (!afrdma_cm_child_wants(ev->event))
 		ret = 0;
-	} else if (afrdma_sk(sk)->parent) {
-		ret = afrdma_cm_child_event(sk, ev);
-	} else {
-		ret = afrdma_cm_event(sk, id, ev);
-		/* rdma_cm must not destroy an id the resolve work is using. */
-		if (ret && afrdma_sk(sk)->resolve_id == id) {
-			afrdma_sk(sk)->resolve_drop = true;
-			ret = 0;
-		}
-	}
+	else if (afrdma_cm_try_own(parent, AFRDMA_NEST_LISTENER))
+		ret = afrdma_cm_child_event(sk, parent, ev);
+	else
+		/* Its listener is busy: the whole event waits for cm_work. */
+		afrdma_cm_defer(sk, id, ev);
 	release_sock(sk);
 
 	if (!ret)
 		return 0;
 	/* The id is about to go: drop its reference, and a dropped child's. */
-	if (ret == 2)
-		sock_put(sk);
-	sock_put(sk);
+	afrdma_cm_put_refs(sk, ret);
 	return 1;
 }

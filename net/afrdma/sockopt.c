@@ -8,6 +8,8 @@
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
+#include <linux/mm.h>
+#include <linux/sockptr.h>
 #include <linux/tcp.h>
 #include <net/ip.h>
 #include <net/ipv6.h>
@@ -43,6 +45,10 @@ static const struct {
 };
 
 static_assert(ARRAY_SIZE(afrdma_tcp_opts) <= AFRDMA_TCP_OPTS);
+
+/* Options copied in (afrdma_setsockopt()): at most, and on the stack */
+#define AFRDMA_SOCKOPT_MAX	(64 * 1024)
+#define AFRDMA_SOCKOPT_SMALL	64
 
 int afrdma_tcp_opt_index(int name)
 {
@@ -381,8 +387,8 @@ static bool afrdma_ip_membership(int level, int optname)
 	       optname == IPV6_LEAVE_ANYCAST;
 }
 
-int afrdma_setsockopt(struct socket *sock, int level, int optname,
-		      sockptr_t optval, unsigned int optlen)
+static int afrdma_do_setsockopt(struct socket *sock, int level, int optname,
+				sockptr_t optval, unsigned int optlen)
 {
 	struct sock *sk = sock->sk;
 	int val, err;
@@ -432,6 +438,88 @@ int afrdma_setsockopt(struct socket *sock, int level, int optname,
 	}
 }
 
+static bool afrdma_ipv6_sticky(int optname)
+{
+	return optname == IPV6_HOPOPTS || optname == IPV6_RTHDRDSTOPTS ||
+	       optname == IPV6_RTHDR || optname == IPV6_DSTOPTS;
+}
+
+/*
+ * IPv6's sticky extension headers, as ipv6_getsockopt() answers, but
+ * copied out once the socket is unlocked: it copies under the lock.
+ */
+static int afrdma_ipv6_get_sticky(struct sock *sk, int optname,
+				  char __user *optval, int __user *optlen)
+{
+	struct ipv6_opt_hdr *hdr = NULL;
+	struct ipv6_txoptions *opt;
+	void *buf = NULL;
+	int len, err;
+
+	err = afrdma_get_len(optlen, &len);
+	if (err)
+		return err;
+	lock_sock(sk);
+	opt = rcu_dereference_protected(inet6_sk(sk)->opt,
+					lockdep_sock_is_held(sk));
+	if (opt && optname == IPV6_HOPOPTS)
+		hdr = opt->hopopt;
+	else if (opt && optname == IPV6_RTHDRDSTOPTS)
+		hdr = opt->dst0opt;
+	else if (opt && optname == IPV6_RTHDR)
+		hdr = (struct ipv6_opt_hdr *)opt->srcrt;
+	else if (opt)
+		hdr = opt->dst1opt;
+	if (hdr) {
+		len = min_t(unsigned int, len, ipv6_optlen(hdr));
+		buf = kmemdup(hdr, len, GFP_KERNEL);
+	}
+	release_sock(sk);
+	if (!hdr)
+		len = 0;
+	else if (!buf)
+		return -ENOMEM;
+	if (copy_to_user(optval, buf, len) || put_user(len, optlen))
+		err = -EFAULT;
+	kfree(buf);
+	return err;
+}
+
+/*
+ * Every option is copied in before any lock is taken.  A program can stall
+ * a copy from its memory for as long as it likes (userfaultfd, FUSE), and
+ * the socket's lock must never be held meanwhile: rdma_cm's handler waits
+ * for a listener's (cm.c), and ip_setsockopt(), ipv6_setsockopt() and
+ * sock_setsockopt() copy under the lock.  Longer than any option the IP
+ * layers take (IPV6_2292PKTOPTIONS, 64 KiB), an option is cut there.
+ */
+int afrdma_setsockopt(struct socket *sock, int level, int optname,
+		      sockptr_t optval, unsigned int optlen)
+{
+	u8 small[AFRDMA_SOCKOPT_SMALL];
+	void *buf = small;
+	int err;
+
+	if (!sockptr_is_kernel(optval) && optlen) {
+		optlen = min_t(unsigned int, optlen, AFRDMA_SOCKOPT_MAX);
+		if (optlen > sizeof(small)) {
+			buf = kvmalloc(optlen, GFP_KERNEL_ACCOUNT);
+			if (!buf)
+				return -ENOMEM;
+		}
+		if (copy_from_sockptr(buf, optval, optlen)) {
+			err = -EFAULT;
+			goto out;
+		}
+		optval = KERNEL_SOCKPTR(buf);
+	}
+	err = afrdma_do_setsockopt(sock, level, optname, optval, optlen);
+out:
+	if (buf != small)
+		kvfree(buf);
+	return err;
+}
+
 int afrdma_getsockopt(struct socket *sock, int level, int optname,
 		      char __user *optval, int __user *optlen)
 {
@@ -444,6 +532,15 @@ int afrdma_getsockopt(struct socket *sock, int level, int optname,
 		return afrdma_fb_getsockopt(sock, level, optname, optval,
 					    optlen);
 
+	/*
+	 * The IP layers copy these under the socket lock, which must never
+	 * wait for a program's memory (afrdma_setsockopt()).  A source filter
+	 * belongs to a group, and afrdma's sockets join none.
+	 */
+	if ((level == SOL_IP || level == SOL_IPV6) &&
+	    (optname == MCAST_MSFILTER ||
+	     (level == SOL_IP && optname == IP_MSFILTER)))
+		return -EADDRNOTAVAIL;
 	switch (level) {
 	case SOL_TCP:
 		err = afrdma_get_len(optlen, &len);
@@ -451,6 +548,9 @@ int afrdma_getsockopt(struct socket *sock, int level, int optname,
 	case SOL_IP:
 		return ip_getsockopt(sk, level, optname, optval, optlen);
 	case SOL_IPV6:
+		if (afrdma_has_ipv6(sk) && afrdma_ipv6_sticky(optname))
+			return afrdma_ipv6_get_sticky(sk, optname, optval,
+						      optlen);
 		if (afrdma_has_ipv6(sk))
 			return ipv6_getsockopt(sk, level, optname, optval,
 					       optlen);

@@ -1,0 +1,484 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * A program that stalls inside a socket call must stall no one else
+ * (issue 17, item 1).  rdma_cm calls afrdma's handler from work queues
+ * every RDMA user of the host shares (ib_cm's runs one item at a time): a
+ * handler that waited there for a socket lock held by a stalled program
+ * stopped connection management host-wide.  The stall here is a
+ * userfaultfd page nobody resolves, as the source of a socket call:
+ *
+ * stall.connected: a connected AF_RDMA socket's call stalls (per variant:
+ *   setsockopt(IP_OPTIONS), which the IP layer copies under the socket
+ *   lock; send(), which afrdma copies under it); meanwhile its peer
+ *   closes, so that a DISCONNECTED is due for the stalled socket, and a
+ *   new AF_RDMA pair (fallback off) must connect and carry data both ways
+ *   within CONNECT_S, and rping, if installed, must finish within
+ *   RPING_S.  Released, the stalled socket sees its peer's close.
+ * stall.listener: a listener's setsockopt(IP_OPTIONS) stalls; a client's
+ *   connect to it must still complete, and carry data, within CONNECT_S.
+ *
+ * Bounds scale by AFRDMA_TIME_SCALE.  Needs userfaultfd for kernel faults
+ * (root).  Prints TAP.
+ */
+#include <errno.h>
+#include <linux/userfaultfd.h>
+#include <netinet/in.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+
+#include "kselftest_harness.h"
+#include "lib/afrdma_sock.h"
+#include "afrdma_selftest.h"
+
+/* A connect and a small exchange; rping's three pings; a close seen */
+#define CONNECT_S	10.0
+#define RPING_S		20.0
+#define CLOSE_S		10.0
+#define XFER_LEN	(64 * 1024)
+
+static double scale(double secs)
+{
+	const char *s = getenv("AFRDMA_TIME_SCALE");
+
+	return secs * (s && atoi(s) > 0 ? atoi(s) : 1);
+}
+
+static int ms_left(double end)
+{
+	double left = end - now();
+
+	return left > 0 ? (int)(left * 1000) + 1 : 0;
+}
+
+/* An AF_RDMA socket that may not fall back to TCP. */
+static int rdma_socket(void)
+{
+	int fd = socket(afrdma_family_nr(), SOCK_STREAM | SOCK_CLOEXEC, 0);
+	int zero = 0;
+
+	if (fd >= 0 &&
+	    setsockopt(fd, SOL_RDMA, AFRDMA_FALLBACK, &zero, sizeof(zero))) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+static int rdma_listener(unsigned short *port)
+{
+	int fd = rdma_socket();
+
+	return fd < 0 ? -1 : listen_any_port(fd, test_addr(false), 8, port);
+}
+
+/*
+ * Connects to @port and accepts from @lfd by @end, without blocking past
+ * it: 0 with *@cfd and *@sfd, blocking again; -1 with @why.
+ */
+static int rdma_pair(int lfd, unsigned short port, double end, int *cfd,
+		     int *sfd, const char **why)
+{
+	struct sockaddr_storage ss;
+	int err = 0, fd;
+	socklen_t len;
+
+	*cfd = *sfd = -1;
+	fd = rdma_socket();
+	if (fd < 0) {
+		*why = "socket";
+		return -1;
+	}
+	*cfd = fd;
+	len = afrdma_make_addr(&ss, test_addr(false), port);
+	fcntl(fd, F_SETFL, O_NONBLOCK);
+	if (connect(fd, (struct sockaddr *)&ss, len) && errno != EINPROGRESS) {
+		*why = "connect";
+		return -1;
+	}
+	if (!(wait_for(fd, POLLOUT, ms_left(end)) & POLLOUT)) {
+		*why = "connect: not done in time";
+		return -1;
+	}
+	len = sizeof(err);
+	if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) || err) {
+		errno = err;
+		*why = "connect failed";
+		return -1;
+	}
+	if (!(wait_for(lfd, POLLIN, ms_left(end)) & POLLIN)) {
+		*why = "accept: nothing in time";
+		return -1;
+	}
+	*sfd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+	if (*sfd < 0) {
+		*why = "accept";
+		return -1;
+	}
+	fcntl(fd, F_SETFL, 0);
+	return 0;
+}
+
+/* XFER_LEN bytes from @from to @to by @end: 0, or -1 with @why. */
+static int xfer(int from, int to, double end, const char **why)
+{
+	static unsigned char out[XFER_LEN], in[XFER_LEN];
+	size_t sent = 0, got = 0;
+	ssize_t n;
+
+	fill(out, sizeof(out), (unsigned int)from);
+	while (got < sizeof(in)) {
+		if (sent < sizeof(out) &&
+		    (wait_for(from, POLLOUT, 0) & POLLOUT)) {
+			n = send(from, out + sent, sizeof(out) - sent,
+				 MSG_DONTWAIT);
+			if (n < 0 && errno != EAGAIN) {
+				*why = "send";
+				return -1;
+			}
+			sent += n > 0 ? n : 0;
+		}
+		if (!(wait_for(to, POLLIN, sent < sizeof(out) ? 10 :
+					   ms_left(end)) & POLLIN)) {
+			if (now() < end)
+				continue;
+			*why = "data not through in time";
+			return -1;
+		}
+		n = recv(to, in + got, sizeof(in) - got, MSG_DONTWAIT);
+		if (n <= 0 && !(n < 0 && errno == EAGAIN)) {
+			*why = n ? "recv" : "recv: early EOF";
+			return -1;
+		}
+		got += n > 0 ? n : 0;
+	}
+	if (memcmp(in, out, sizeof(in))) {
+		*why = "data differ";
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * rping's client against its server on a port of our own, each bounded by
+ * @secs: 0, 1 when rping is not installed, -1 with @why.
+ */
+static int rping_ok(double secs, const char **why)
+{
+	char port[16], match[64], count[] = "3";
+	pid_t srv, cli;
+	double end;
+
+	if (system("command -v rping >/dev/null 2>&1"))
+		return 1;
+	snprintf(port, sizeof(port), "%d", 20000 + getpid() % 20000);
+	srv = fork();
+	if (!srv) {
+		execlp("rping", "rping", "-s", "-a", test_addr(false), "-p",
+		       port, "-C", count, (char *)NULL);
+		_exit(127);
+	}
+	/* Its listener is up once rdma_cm lists it (five digits: no prefix). */
+	snprintf(match, sizeof(match), "%s:%s", test_addr(false), port);
+	end = now() + secs;
+	while (rdma_res_count("cm_id", match) <= 0 && now() < end)
+		usleep(20000);
+	cli = fork();
+	if (!cli) {
+		execlp("rping", "rping", "-c", "-a", test_addr(false), "-p",
+		       port, "-C", count, (char *)NULL);
+		_exit(127);
+	}
+	if (wait_tool(cli, secs)) {
+		*why = "rping's client failed or took too long";
+		wait_tool(srv, 0);
+		return -1;
+	}
+	if (wait_tool(srv, secs)) {
+		*why = "rping's server failed or took too long";
+		return -1;
+	}
+	return 0;
+}
+
+enum stall_call {
+	STALL_SETSOCKOPT,	/* IP_OPTIONS: the IP layer copies under the lock */
+	STALL_SEND,		/* afrdma's send copies under the lock */
+};
+
+/* A socket call in a thread of its own, its source a userfaultfd page */
+struct stall {
+	int uffd;
+	void *page;
+	size_t pagelen;
+	bool released;
+	enum stall_call call;
+	int fd;
+	pthread_t thread;
+	bool running;
+	long ret;
+	int err;
+};
+
+static void *stall_run(void *arg)
+{
+	struct stall *st = arg;
+
+	if (st->call == STALL_SETSOCKOPT)
+		st->ret = setsockopt(st->fd, SOL_IP, IP_OPTIONS, st->page, 4);
+	else
+		st->ret = send(st->fd, st->page, 100, MSG_NOSIGNAL);
+	st->err = errno;
+	return NULL;
+}
+
+/* The page; 1 if userfaultfd cannot serve kernel faults here, -1 error. */
+static int stall_init(struct stall *st)
+{
+	struct uffdio_api api = { .api = UFFD_API };
+	struct uffdio_register reg = { .mode = UFFDIO_REGISTER_MODE_MISSING };
+
+	memset(st, 0, sizeof(*st));
+	st->pagelen = (size_t)sysconf(_SC_PAGESIZE);
+	st->uffd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK);
+	if (st->uffd < 0)
+		return errno == ENOSYS || errno == EPERM ? 1 : -1;
+	if (ioctl(st->uffd, UFFDIO_API, &api))
+		return -1;
+	st->page = mmap(NULL, st->pagelen, PROT_READ | PROT_WRITE,
+			MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (st->page == MAP_FAILED) {
+		st->page = NULL;
+		return -1;
+	}
+	reg.range.start = (unsigned long)st->page;
+	reg.range.len = st->pagelen;
+	return ioctl(st->uffd, UFFDIO_REGISTER, &reg) ? -1 : 0;
+}
+
+/* Starts @call on @fd and waits for it to fault on the page: 0, or -1. */
+static int stall_start(struct stall *st, enum stall_call call, int fd,
+		       double secs)
+{
+	struct uffd_msg msg;
+
+	st->call = call;
+	st->fd = fd;
+	if (pthread_create(&st->thread, NULL, stall_run, st))
+		return -1;
+	st->running = true;
+	if (!(wait_for(st->uffd, POLLIN, (int)(secs * 1000)) & POLLIN) ||
+	    read(st->uffd, &msg, sizeof(msg)) != sizeof(msg))
+		return -1;
+	return msg.event == UFFD_EVENT_PAGEFAULT &&
+	       msg.arg.pagefault.address - (unsigned long)st->page <
+			st->pagelen ? 0 : -1;
+}
+
+/* Resolves the fault (a zero page) and waits for the call to return. */
+static void stall_release(struct stall *st)
+{
+	struct uffdio_zeropage zp = {
+		.range = { (unsigned long)st->page, st->pagelen },
+	};
+
+	if (st->page && !st->released) {
+		st->released = true;
+		ioctl(st->uffd, UFFDIO_ZEROPAGE, &zp);
+	}
+	if (st->running) {
+		st->running = false;
+		pthread_join(st->thread, NULL);
+	}
+}
+
+static void stall_fini(struct stall *st)
+{
+	stall_release(st);
+	if (st->page)
+		munmap(st->page, st->pagelen);
+	if (st->uffd > 0)
+		close(st->uffd);
+}
+
+/* A close in a thread: with a stalled host it could wait in the kernel. */
+struct bg_close {
+	int fd;
+	pthread_t thread;
+	bool running;
+	int done;
+};
+
+static void *bg_close_run(void *arg)
+{
+	struct bg_close *c = arg;
+
+	close(c->fd);
+	__atomic_store_n(&c->done, 1, __ATOMIC_SEQ_CST);
+	return NULL;
+}
+
+FIXTURE(stall) {
+	struct stall st;
+	struct bg_close peer_close;
+	int fds[6];
+};
+
+FIXTURE_VARIANT(stall) {
+	enum stall_call call;
+};
+
+FIXTURE_VARIANT_ADD(stall, setsockopt) { .call = STALL_SETSOCKOPT };
+FIXTURE_VARIANT_ADD(stall, send) { .call = STALL_SEND };
+
+/* Both fixtures' setup: 0, or 1 when userfaultfd cannot stall the kernel */
+static int stall_fixture_init(struct stall *st, int *fds, unsigned int n)
+{
+	unsigned int i;
+
+	for (i = 0; i < n; i++)
+		fds[i] = -1;
+	return stall_init(st);
+}
+
+static void stall_fixture_fini(struct stall *st, int *fds, unsigned int n)
+{
+	unsigned int i;
+
+	/* First: whatever waits behind the stall needs it gone. */
+	stall_fini(st);
+	for (i = 0; i < n; i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
+}
+
+FIXTURE_SETUP(stall)
+{
+	int ret;
+
+	memset(&self->peer_close, 0, sizeof(self->peer_close));
+	ret = stall_fixture_init(&self->st, self->fds, ARRAY_SIZE(self->fds));
+	if (ret > 0)
+		SKIP(return, "userfaultfd cannot stall kernel copies here");
+	ASSERT_EQ(0, ret) TH_LOG("userfaultfd: %s", strerror(errno));
+}
+
+FIXTURE_TEARDOWN(stall)
+{
+	/* The peer's close may wait behind the stall: join it after. */
+	stall_fini(&self->st);
+	if (self->peer_close.running)
+		pthread_join(self->peer_close.thread, NULL);
+	stall_fixture_fini(&self->st, self->fds, ARRAY_SIZE(self->fds));
+}
+
+/* A listener's calls stall where they copy: setsockopt only. */
+FIXTURE(listener_stall) {
+	struct stall st;
+	int fds[3];
+};
+
+FIXTURE_SETUP(listener_stall)
+{
+	int ret;
+
+	ret = stall_fixture_init(&self->st, self->fds, ARRAY_SIZE(self->fds));
+	if (ret > 0)
+		SKIP(return, "userfaultfd cannot stall kernel copies here");
+	ASSERT_EQ(0, ret) TH_LOG("userfaultfd: %s", strerror(errno));
+}
+
+FIXTURE_TEARDOWN(listener_stall)
+{
+	stall_fixture_fini(&self->st, self->fds, ARRAY_SIZE(self->fds));
+}
+
+/* The harness's own timeout: all the bounds above, scaled, and slack */
+#define TEST_S		300
+
+TEST_F_TIMEOUT(stall, connected, TEST_S)
+{
+	int *lfd = &self->fds[0], *cfd = &self->fds[1], *sfd = &self->fds[2];
+	int *lfd2 = &self->fds[3], *cfd2 = &self->fds[4], *sfd2 = &self->fds[5];
+	const char *why = "";
+	unsigned short port;
+	int ret, rping;
+	double end;
+	char c;
+
+	*lfd = rdma_listener(&port);
+	ASSERT_LE(0, *lfd) TH_LOG("listener: %s", strerror(errno));
+	ASSERT_EQ(0, rdma_pair(*lfd, port, now() + scale(CONNECT_S), cfd, sfd,
+			       &why)) TH_LOG("first pair: %s: %s", why,
+					     strerror(errno));
+	*lfd2 = rdma_listener(&port);
+	ASSERT_LE(0, *lfd2) TH_LOG("second listener: %s", strerror(errno));
+
+	ASSERT_EQ(0, stall_start(&self->st, variant->call, *cfd,
+				 scale(CONNECT_S)))
+		TH_LOG("the call did not reach the page");
+
+	/* The peer closes: a DISCONNECTED is due for the stalled socket. */
+	self->peer_close.fd = *sfd;
+	*sfd = -1;
+	ASSERT_EQ(0, pthread_create(&self->peer_close.thread, NULL,
+				    bg_close_run, &self->peer_close));
+	self->peer_close.running = true;
+	end = now() + scale(CLOSE_S);
+	while (!__atomic_load_n(&self->peer_close.done, __ATOMIC_SEQ_CST) &&
+	       now() < end)
+		usleep(10000);
+	EXPECT_TRUE(__atomic_load_n(&self->peer_close.done, __ATOMIC_SEQ_CST))
+		TH_LOG("the peer's close did not return in time");
+
+	/* Everyone else goes on. */
+	end = now() + scale(CONNECT_S);
+	ret = rdma_pair(*lfd2, port, end, cfd2, sfd2, &why);
+	ASSERT_EQ(0, ret) TH_LOG("pair during the stall: %s: %s", why,
+				 strerror(errno));
+	ASSERT_EQ(0, xfer(*cfd2, *sfd2, end, &why)) TH_LOG("%s", why);
+	ASSERT_EQ(0, xfer(*sfd2, *cfd2, end, &why)) TH_LOG("%s", why);
+	rping = rping_ok(scale(RPING_S), &why);
+	ASSERT_GE(0, rping) TH_LOG("during the stall: %s", why);
+
+	/* Released, the call returns and the socket sees the close. */
+	stall_release(&self->st);
+	if (variant->call == STALL_SETSOCKOPT)
+		EXPECT_EQ(0, self->st.ret) TH_LOG("setsockopt: %s",
+						  strerror(self->st.err));
+	ASSERT_TRUE(wait_for(*cfd, POLLIN | POLLRDHUP,
+			     (int)(scale(CLOSE_S) * 1000)) & (POLLIN | POLLRDHUP))
+		TH_LOG("the stalled socket never saw its peer's close");
+	ret = (int)recv(*cfd, &c, 1, MSG_DONTWAIT);
+	EXPECT_TRUE(ret == 0 || (ret < 0 && errno == ECONNRESET))
+		TH_LOG("recv after the peer's close: %d, %s", ret,
+		       strerror(errno));
+	/* All else passed; what did not run is said, not counted as run. */
+	if (rping > 0 && !_metadata->exit_code)
+		SKIP(return, "rping (rdmacm-utils) is not installed");
+}
+
+TEST_F_TIMEOUT(listener_stall, setsockopt, TEST_S)
+{
+	int *lfd = &self->fds[0], *cfd = &self->fds[1], *sfd = &self->fds[2];
+	const char *why = "";
+	unsigned short port;
+	double end;
+
+	*lfd = rdma_listener(&port);
+	ASSERT_LE(0, *lfd) TH_LOG("listener: %s", strerror(errno));
+	ASSERT_EQ(0, stall_start(&self->st, STALL_SETSOCKOPT, *lfd,
+				 scale(CONNECT_S)))
+		TH_LOG("the call did not reach the page");
+
+	end = now() + scale(CONNECT_S);
+	ASSERT_EQ(0, rdma_pair(*lfd, port, end, cfd, sfd, &why))
+		TH_LOG("connect to the stalled listener: %s: %s", why,
+		       strerror(errno));
+	ASSERT_EQ(0, xfer(*cfd, *sfd, end, &why)) TH_LOG("%s", why);
+
+	stall_release(&self->st);
+	EXPECT_EQ(0, self->st.ret) TH_LOG("setsockopt: %s",
+					  strerror(self->st.err));
+}
+
+TEST_HARNESS_MAIN
