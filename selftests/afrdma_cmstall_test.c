@@ -340,12 +340,11 @@ static int stall_fixture_init(struct stall *st, int *fds, unsigned int n)
 	return stall_init(st);
 }
 
-static void stall_fixture_fini(struct stall *st, int *fds, unsigned int n)
+/* After stall_fini(): whatever waits behind the stall needs it gone. */
+static void stall_fixture_close(int *fds, unsigned int n)
 {
 	unsigned int i;
 
-	/* First: whatever waits behind the stall needs it gone. */
-	stall_fini(st);
 	for (i = 0; i < n; i++)
 		if (fds[i] >= 0)
 			close(fds[i]);
@@ -368,7 +367,7 @@ FIXTURE_TEARDOWN(stall)
 	stall_fini(&self->st);
 	if (self->peer_close.running)
 		pthread_join(self->peer_close.thread, NULL);
-	stall_fixture_fini(&self->st, self->fds, ARRAY_SIZE(self->fds));
+	stall_fixture_close(self->fds, ARRAY_SIZE(self->fds));
 }
 
 /* A listener's calls stall where they copy: setsockopt only. */
@@ -389,7 +388,8 @@ FIXTURE_SETUP(listener_stall)
 
 FIXTURE_TEARDOWN(listener_stall)
 {
-	stall_fixture_fini(&self->st, self->fds, ARRAY_SIZE(self->fds));
+	stall_fini(&self->st);
+	stall_fixture_close(self->fds, ARRAY_SIZE(self->fds));
 }
 
 /* The harness's own timeout: all the bounds above, scaled, and slack */
