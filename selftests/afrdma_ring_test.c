@@ -33,43 +33,9 @@ FIXTURE(ring) {
 	char		mem0[96];	/* net.afrdma.mem to restore */
 };
 
-FIXTURE_SETUP(ring)
-{
-	self->cfd = -1;
-	self->sfd = -1;
-	self->mem0[0] = 0;
-	self->initial = afrdma_sysctl("initial_slots", -1);
-	self->rx_max = afrdma_sysctl("rx_slots", -1);
-	self->tx_max = afrdma_sysctl("tx_slots", -1);
-	ASSERT_NE(-1, afrdma_sysctl("initial_slots", -1))
-		TH_LOG("no net.afrdma.initial_slots");
-	ASSERT_EQ(SLOT, afrdma_sysctl("slot_size", -1));
-	/* The tests need room to grow. */
-	ASSERT_LT(self->initial, self->rx_max);
-	ASSERT_LT(self->initial, self->tx_max);
-	self->lfd = afrdma_listen_on(AFRDMA_T_FAMILY, test_addr(false), 0, 16,
-				     &self->port);
-	ASSERT_LE(0, self->lfd);
-}
-
-FIXTURE_TEARDOWN(ring)
-{
-	/* What a test changed, back for the next one. */
-	afrdma_sysctl("initial_slots", self->initial);
-	afrdma_sysctl("rx_slots", self->rx_max);
-	afrdma_sysctl("tx_slots", self->tx_max);
-	afrdma_param_set("debug_counter_start", 0);
-	if (self->mem0[0])
-		afrdma_mem_sysctl(NULL, 0, self->mem0);
-	if (self->cfd >= 0)
-		close(self->cfd);
-	if (self->sfd >= 0)
-		close(self->sfd);
-	close(self->lfd);
-}
-
 /*
- * The same settings, kept by the harness's own process: a test the
+ * The settings the tests change, as the program found them, put back
+ * after each test and by the harness's own process at exit: a test the
  * harness kills at its timeout runs no teardown, and rings left at 4
  * slots would make the next program's echo wait for ever (make
  * check-debug once did).  The forked tests leave with _exit().
@@ -98,6 +64,36 @@ static void __attribute__((destructor)) ring_restore(void)
 	afrdma_param_set("debug_counter_start", 0);
 	if (ring_saved.mem[0])
 		afrdma_mem_sysctl(NULL, 0, ring_saved.mem);
+}
+
+FIXTURE_SETUP(ring)
+{
+	self->cfd = -1;
+	self->sfd = -1;
+	self->mem0[0] = 0;
+	self->initial = afrdma_sysctl("initial_slots", -1);
+	self->rx_max = afrdma_sysctl("rx_slots", -1);
+	self->tx_max = afrdma_sysctl("tx_slots", -1);
+	ASSERT_NE(-1, afrdma_sysctl("initial_slots", -1))
+		TH_LOG("no net.afrdma.initial_slots");
+	ASSERT_EQ(SLOT, afrdma_sysctl("slot_size", -1));
+	/* The tests need room to grow. */
+	ASSERT_LT(self->initial, self->rx_max);
+	ASSERT_LT(self->initial, self->tx_max);
+	self->lfd = afrdma_listen_on(AFRDMA_T_FAMILY, test_addr(false), 0, 16,
+				     &self->port);
+	ASSERT_LE(0, self->lfd);
+}
+
+FIXTURE_TEARDOWN(ring)
+{
+	/* What a test changed, back for the next one. */
+	ring_restore();
+	if (self->cfd >= 0)
+		close(self->cfd);
+	if (self->sfd >= 0)
+		close(self->sfd);
+	close(self->lfd);
 }
 
 /* A client socket with SO_RCVBUF/SO_SNDBUF (@force: the FORCE options). */
