@@ -592,6 +592,7 @@ static int afrdma_accept(AFRDMA_ACCEPT_PARAMS)
 	struct afrdma_sock *ars = afrdma_sk(sk);
 	struct afrdma_sock *child;
 	struct sock *newsk;
+	bool tcp = false;
 	long timeo;
 	int err = 0;
 
@@ -604,6 +605,7 @@ static int afrdma_accept(AFRDMA_ACCEPT_PARAMS)
 			err = afrdma_fb_accept(sk, &newsk);
 			if (!err) {
 				release_sock(sk);
+				tcp = true;
 				goto graft;
 			}
 			if (err != -EAGAIN)
@@ -637,6 +639,9 @@ static int afrdma_accept(AFRDMA_ACCEPT_PARAMS)
 	newsk = &child->inet.sk;
 graft:
 	lock_sock(newsk);
+	/* Not under the listener's lock: see afrdma_fb_accepted(). */
+	if (tcp)
+		afrdma_fb_accepted(newsk);
 	sock_graft(newsk, newsock);
 	afrdma_zc_own_sol_socket(newsock);
 	newsock->state = SS_CONNECTED;

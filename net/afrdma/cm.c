@@ -17,7 +17,9 @@
  * listener's lock, because deferring it would need the new id answered
  * later, and only -ENOMEM drops a REQ without a REJ.  A listener's lock is
  * therefore never held across a user copy (sockopt.c copies options in
- * before it locks, and out after).
+ * before it locks, and out after), nor across anything slow: accept()
+ * replays the options on a TCP client's socket after unlocking the
+ * listener, since a TCP_CONGESTION name may load a module (fallback.c).
  *
  * Lock order: the socket, then the handler mutex of its id (afrdma_cm_work()
  * for ROUTE_RESOLVED); the handler mutexes rdma_cm holds for a REQ, then the
