@@ -151,7 +151,10 @@ static void afrdma_cm_conn_param(struct rdma_conn_param *param,
 	rdma_set_ack_timeout(conn->cm_id, AFRDMA_ACK_TIMEOUT);
 }
 
-/* The connection attempt is over; the cm id stays until close. */
+/*
+ * The connection attempt is over; the cm id stays until close, or until a
+ * connect, bind or listen after it starts afresh (afrdma_renew()).
+ */
 static void afrdma_cm_fail(struct sock *sk, int err)
 {
 	struct afrdma_sock *ars = afrdma_sk(sk);
@@ -328,7 +331,7 @@ static void afrdma_cm_retry_work(struct work_struct *work)
 		err = afrdma_cm_resolve(sk);
 	if (err) {
 		id = ars->cm_id;
-		/* Failed, not moved to TCP: the id stays until close. */
+		/* Failed, not moved to TCP: the id stays (afrdma_cm_fail()). */
 		if (!afrdma_cm_connect_failed(sk, EHOSTUNREACH,
 					      AFRDMA_FB_NO_DEVICE))
 			id = NULL;
