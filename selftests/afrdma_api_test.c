@@ -1571,6 +1571,124 @@ TEST_F_TIMEOUT(api, connect_after_refused, 120)
 	connect_after_refused(_metadata, variant->t, a, 0, true);
 }
 
+/* Where listen_after_failed()'s socket gets its address */
+enum listen_how {
+	LISTEN_ALONE,		/* listen() picks a port */
+	LISTEN_BIND,		/* bind() to port 0 after the connect */
+	LISTEN_BOUND,		/* bind() to a named port before it: it stays */
+};
+
+/*
+ * listen() after a failed connect() listens, as TCP's does, and over RDMA:
+ * the connect's cm id (left in CONNECT, or bound by address resolution)
+ * is not one rdma_cm binds or listens on, and afrdma used to fail with
+ * EINVAL.  The connect is refused, or to @unreach, which has no route;
+ * afrdma's sockets have the fallback off, so that RDMA's own failure ends
+ * the connect.
+ */
+static void listen_after_failed(struct __test_metadata *_metadata,
+				enum afrdma_transport t, const char *addr,
+				enum listen_how how, const char *unreach)
+{
+	const char *name = afrdma_transport_name(t);
+	unsigned short port, lport = 0;
+	struct sockaddr_storage ss, me;
+	int zero = 0, fd, lfd, cfd, sfd;
+	socklen_t len, mlen;
+	char buf[2];
+
+	afrdma_make_addr(&me, addr, 0);
+	fd = afrdma_socket(t, me.ss_family, 0);
+	ASSERT_LE(0, fd);
+	if (t != AFRDMA_T_TCP)
+		ASSERT_EQ(0, setsockopt(fd, SOL_RDMA, AFRDMA_FALLBACK, &zero,
+					sizeof(zero)));
+	if (how == LISTEN_BOUND) {
+		/* A port named: TCP gives up one it picked for bind(..., 0). */
+		lfd = tcp_listen_on(addr, &lport);
+		ASSERT_LE(0, lfd);
+		close(lfd);
+		mlen = afrdma_make_addr(&me, addr, lport);
+		ASSERT_EQ(0, bind(fd, (struct sockaddr *)&me, mlen))
+			TH_LOG("%s: bind to %u: %s", name, lport, strerror(errno));
+	}
+	if (unreach) {
+		len = afrdma_make_addr(&ss, unreach, 7);
+		ASSERT_EQ(-1, connect(fd, (struct sockaddr *)&ss, len));
+		ASSERT_TRUE(errno == EHOSTUNREACH || errno == ENETUNREACH)
+			TH_LOG("%s: connect to %s: %s", name, unreach,
+			       strerror(errno));
+	} else {
+		/* A port nobody listens on: one a listener just gave up. */
+		lfd = afrdma_listen_on(t, addr, 0, 4, &port);
+		ASSERT_LE(0, lfd);
+		close(lfd);
+		len = afrdma_make_addr(&ss, addr, port);
+		ASSERT_EQ(-1, connect(fd, (struct sockaddr *)&ss, len));
+		ASSERT_EQ(ECONNREFUSED, errno) TH_LOG("%s: %s", name,
+						      strerror(errno));
+	}
+
+	if (how == LISTEN_BIND) {
+		mlen = afrdma_make_addr(&me, addr, 0);
+		ASSERT_EQ(0, bind(fd, (struct sockaddr *)&me, mlen))
+			TH_LOG("%s, %s: bind after the failed connect: %s",
+			       name, unreach ? "unreachable" : "refused",
+			       strerror(errno));
+	}
+	ASSERT_EQ(0, listen(fd, 4))
+		TH_LOG("%s, %s, %s: listen after the failed connect: %s", name,
+		       unreach ? "unreachable" : "refused",
+		       how == LISTEN_ALONE ? "alone" : how == LISTEN_BIND ?
+		       "bind after" : "bound before", strerror(errno));
+	mlen = sizeof(me);
+	ASSERT_EQ(0, getsockname(fd, (struct sockaddr *)&me, &mlen));
+	port = afrdma_addr_port(&me);
+	ASSERT_NE(0, port);
+	if (how == LISTEN_BOUND)
+		ASSERT_EQ(lport, port);
+
+	afrdma_make_addr(&ss, addr, 0);
+	cfd = afrdma_socket(t, ss.ss_family, 0);
+	ASSERT_LE(0, cfd);
+	if (t != AFRDMA_T_TCP)
+		ASSERT_EQ(0, setsockopt(cfd, SOL_RDMA, AFRDMA_FALLBACK, &zero,
+					sizeof(zero)));
+	len = afrdma_make_addr(&ss, addr, port);
+	ASSERT_EQ(0, connect(cfd, (struct sockaddr *)&ss, len))
+		TH_LOG("%s: connect to the new listener: %s", name,
+		       strerror(errno));
+	sfd = accept(fd, NULL, NULL);
+	ASSERT_LE(0, sfd) TH_LOG("%s: accept: %s", name, strerror(errno));
+	if (t != AFRDMA_T_TCP) {
+		ASSERT_EQ(AFRDMA_TRANSPORT_RDMA, transport_of(sfd));
+		ASSERT_EQ(AFRDMA_TRANSPORT_RDMA, transport_of(cfd));
+	}
+	ASSERT_EQ(2, send(cfd, "ok", 2, 0));
+	ASSERT_EQ(2, recv(sfd, buf, 2, MSG_WAITALL));
+	close(sfd);
+	close(cfd);
+	close(fd);
+}
+
+TEST_F_TIMEOUT(api, listen_after_failed, 180)
+{
+	const char *no_route = variant->v6 ? "2001:db8::1" : "192.0.2.1";
+	const char *a = test_addr(variant->v6);
+
+	listen_after_failed(_metadata, AFRDMA_T_TCP, a, LISTEN_ALONE, NULL);
+	listen_after_failed(_metadata, AFRDMA_T_TCP, a, LISTEN_BIND, NULL);
+	listen_after_failed(_metadata, AFRDMA_T_TCP, a, LISTEN_BOUND, NULL);
+	/* Without bind(), rdma_listen() binds the IPv4 wildcard. */
+	if (!variant->v6)
+		listen_after_failed(_metadata, variant->t, a, LISTEN_ALONE,
+				    NULL);
+	listen_after_failed(_metadata, variant->t, a, LISTEN_BIND, NULL);
+	listen_after_failed(_metadata, variant->t, a, LISTEN_BOUND, NULL);
+	listen_after_failed(_metadata, variant->t, a, LISTEN_BIND, no_route);
+	listen_after_failed(_metadata, variant->t, a, LISTEN_BOUND, no_route);
+}
+
 /*
  * The peer closed: the socket is in CLOSE_WAIT and still names its peer;
  * the first send succeeds (TCP learns of the close only from the peer's

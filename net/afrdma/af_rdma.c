@@ -344,45 +344,14 @@ static int afrdma_do_bind(struct sock *sk, struct sockaddr_storage *addr)
 	return err;
 }
 
-static int afrdma_bind(struct socket *sock, struct sockaddr *uaddr, int len)
-{
-	struct sock *sk = sock->sk;
-	struct afrdma_sock *ars = afrdma_sk(sk);
-	struct sockaddr_storage addr;
-	unsigned short port;
-	int err;
-
-	err = afrdma_get_addr(sk, uaddr, len, &addr);
-	if (err)
-		return err;
-	/*
-	 * As inet_bind(): net.ipv4.ip_unprivileged_port_start decides.  Below
-	 * 1024 rdma_bind_addr() also wants CAP_NET_BIND_SERVICE in the initial
-	 * user namespace, whatever the sysctl says.
-	 */
-	port = ntohs(*afrdma_addr_port(&addr));
-	if (port && inet_port_requires_bind_service(sock_net(sk), port) &&
-	    !ns_capable(sock_net(sk)->user_ns, CAP_NET_BIND_SERVICE))
-		return -EACCES;
-
-	lock_sock(sk);
-	err = -EINVAL;
-	if (sk->sk_state != TCP_CLOSE || sock->state != SS_UNCONNECTED ||
-	    ars->bound || ars->tcp)
-		goto out;
-	err = afrdma_do_bind(sk, &addr);
-out:
-	release_sock(sk);
-	return err;
-}
-
 /*
- * A connect after a failed one starts afresh, as TCP's may: the last
- * attempt's cm id (rdma_cm takes no second connect on it), connection and
- * TCP socket go.  Returns the cm id, for the caller to destroy with @sk
- * unlocked: its handler takes the lock.  @sk is locked.
+ * What a failed connect left, for a connect, bind or listen after it:
+ * the cm id (rdma_cm takes no second connect on it, and no listen but on
+ * an idle or bound one), connection and TCP socket.  Returns the cm id,
+ * for the caller to destroy with @sk unlocked: its handler takes the
+ * lock.  @sk is locked.
  */
-static struct rdma_cm_id *afrdma_connect_renew(struct sock *sk)
+static struct rdma_cm_id *afrdma_renew_take(struct sock *sk)
 {
 	struct afrdma_sock *ars = afrdma_sk(sk);
 	struct afrdma_conn *conn = ars->conn;
@@ -405,7 +374,82 @@ static struct rdma_cm_id *afrdma_connect_renew(struct sock *sk)
 	WRITE_ONCE(ars->fb_reason, 0);
 	WRITE_ONCE(ars->tcp_only, false);
 	memset(&ars->daddr, 0, sizeof(ars->daddr));
+	/* The listing names no peer for a listener. */
+	xa_lock_bh(afrdma_diag_socks(sk));
+	memset(&ars->diag_dst, 0, sizeof(ars->diag_dst));
+	xa_unlock_bh(afrdma_diag_socks(sk));
 	return id;
+}
+
+/*
+ * A socket whose connect failed is in CLOSE, as TCP's, and starts afresh
+ * for a connect, bind or listen: the last attempt goes, and an address
+ * bind() gave is bound again, on a fresh cm id, as TCP keeps it.  Nothing
+ * to do for a socket that never connected, or has not failed.  Unlocks
+ * @sk meanwhile: the caller checks its state after.  @sk is locked.
+ */
+static int afrdma_renew(struct socket *sock)
+{
+	struct sock *sk = sock->sk;
+	struct afrdma_sock *ars = afrdma_sk(sk);
+	struct sockaddr_storage saddr;
+	struct rdma_cm_id *id;
+	bool bound;
+
+	if (sock->state != SS_UNCONNECTED || sk->sk_state != TCP_CLOSE ||
+	    !ars->daddr.ss_family)
+		return 0;
+	bound = ars->bound;
+	memcpy(&saddr, &ars->saddr, sizeof(saddr));
+	id = afrdma_renew_take(sk);
+	if (id) {
+		release_sock(sk);
+		afrdma_cm_put_id(sk, id);
+		lock_sock(sk);
+	}
+	/* A bound address stays, as TCP's: unless a racing call moved on. */
+	ars->bound = false;
+	if (bound && sk->sk_state == TCP_CLOSE && !ars->cm_id && !ars->tcp)
+		return afrdma_do_bind(sk, &saddr);
+	return 0;
+}
+
+static int afrdma_bind(struct socket *sock, struct sockaddr *uaddr, int len)
+{
+	struct sock *sk = sock->sk;
+	struct afrdma_sock *ars = afrdma_sk(sk);
+	struct sockaddr_storage addr;
+	unsigned short port;
+	int err;
+
+	err = afrdma_get_addr(sk, uaddr, len, &addr);
+	if (err)
+		return err;
+	/*
+	 * As inet_bind(): net.ipv4.ip_unprivileged_port_start decides.  Below
+	 * 1024 rdma_bind_addr() also wants CAP_NET_BIND_SERVICE in the initial
+	 * user namespace, whatever the sysctl says.
+	 */
+	port = ntohs(*afrdma_addr_port(&addr));
+	if (port && inet_port_requires_bind_service(sock_net(sk), port) &&
+	    !ns_capable(sock_net(sk)->user_ns, CAP_NET_BIND_SERVICE))
+		return -EACCES;
+
+	lock_sock(sk);
+	/* One whose connect went to TCP keeps its TCP side: see listen. */
+	if (!afrdma_on_tcp(sk)) {
+		err = afrdma_renew(sock);
+		if (err)
+			goto out;
+	}
+	err = -EINVAL;
+	if (sk->sk_state != TCP_CLOSE || sock->state != SS_UNCONNECTED ||
+	    ars->bound || ars->tcp)
+		goto out;
+	err = afrdma_do_bind(sk, &addr);
+out:
+	release_sock(sk);
+	return err;
 }
 
 static int afrdma_connect(struct socket *sock, struct sockaddr *uaddr,
@@ -413,9 +457,7 @@ static int afrdma_connect(struct socket *sock, struct sockaddr *uaddr,
 {
 	struct sock *sk = sock->sk;
 	struct afrdma_sock *ars = afrdma_sk(sk);
-	struct sockaddr_storage addr, saddr;
-	struct rdma_cm_id *id;
-	bool bound;
+	struct sockaddr_storage addr;
 	long timeo;
 	int err;
 
@@ -424,25 +466,9 @@ static int afrdma_connect(struct socket *sock, struct sockaddr *uaddr,
 		return err;
 
 	lock_sock(sk);
-	if (sock->state == SS_UNCONNECTED && sk->sk_state == TCP_CLOSE &&
-	    ars->daddr.ss_family) {
-		bound = ars->bound;
-		memcpy(&saddr, &ars->saddr, sizeof(saddr));
-		id = afrdma_connect_renew(sk);
-		if (id) {
-			release_sock(sk);
-			afrdma_cm_put_id(sk, id);
-			lock_sock(sk);
-		}
-		/* A bound address stays, as TCP's: unless a racing call moved on. */
-		ars->bound = false;
-		if (bound && sk->sk_state == TCP_CLOSE && !ars->cm_id &&
-		    !ars->tcp) {
-			err = afrdma_do_bind(sk, &saddr);
-			if (err)
-				goto out;
-		}
-	}
+	err = afrdma_renew(sock);
+	if (err)
+		goto out;
 	switch (sock->state) {
 	case SS_CONNECTED:
 		err = -EISCONN;
@@ -533,8 +559,15 @@ static int afrdma_listen(struct socket *sock, int backlog)
 	lock_sock(sk);
 	/*
 	 * A socket whose connect went to TCP belongs to its TCP side, which
-	 * lockless readers follow: a new bind would free it under them.
+	 * lockless readers follow: a new bind would free it under them.  One
+	 * whose RDMA connect failed listens on a fresh cm id.
 	 */
+	if (!afrdma_on_tcp(sk)) {
+		err = afrdma_renew(sock);
+		if (err)
+			goto out;
+		err = -EINVAL;
+	}
 	if (sock->state != SS_UNCONNECTED || afrdma_on_tcp(sk))
 		goto out;
 	if (sk->sk_state == TCP_LISTEN) {
@@ -592,6 +625,7 @@ static int afrdma_accept(AFRDMA_ACCEPT_PARAMS)
 	struct afrdma_sock *ars = afrdma_sk(sk);
 	struct afrdma_sock *child;
 	struct sock *newsk;
+	bool tcp = false;
 	long timeo;
 	int err = 0;
 
@@ -604,6 +638,7 @@ static int afrdma_accept(AFRDMA_ACCEPT_PARAMS)
 			err = afrdma_fb_accept(sk, &newsk);
 			if (!err) {
 				release_sock(sk);
+				tcp = true;
 				goto graft;
 			}
 			if (err != -EAGAIN)
@@ -637,6 +672,9 @@ static int afrdma_accept(AFRDMA_ACCEPT_PARAMS)
 	newsk = &child->inet.sk;
 graft:
 	lock_sock(newsk);
+	/* Not under the listener's lock: see afrdma_fb_accepted(). */
+	if (tcp)
+		afrdma_fb_accepted(newsk);
 	sock_graft(newsk, newsock);
 	afrdma_zc_own_sol_socket(newsock);
 	newsock->state = SS_CONNECTED;

@@ -558,6 +558,7 @@ int afrdma_fb_listen(struct sock *sk, int backlog);
 void afrdma_fb_unlisten(struct sock *sk);
 bool afrdma_fb_acceptable(const struct sock *sk);
 int afrdma_fb_accept(struct sock *lsk, struct sock **newsk);
+void afrdma_fb_accepted(struct sock *sk);
 void afrdma_fb_release(struct sock *sk);
 int afrdma_fb_sendmsg(struct socket *sock, struct msghdr *msg, size_t len);
 int afrdma_fb_recvmsg(struct socket *sock, struct msghdr *msg, size_t len,

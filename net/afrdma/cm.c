@@ -17,7 +17,9 @@
  * listener's lock, because deferring it would need the new id answered
  * later, and only -ENOMEM drops a REQ without a REJ.  A listener's lock is
  * therefore never held across a user copy (sockopt.c copies options in
- * before it locks, and out after).
+ * before it locks, and out after), nor across anything slow: accept()
+ * replays the options on a TCP client's socket after unlocking the
+ * listener, since a TCP_CONGESTION name may load a module (fallback.c).
  *
  * Lock order: the socket, then the handler mutex of its id (afrdma_cm_work()
  * for ROUTE_RESOLVED); the handler mutexes rdma_cm holds for a REQ, then the
@@ -149,7 +151,10 @@ static void afrdma_cm_conn_param(struct rdma_conn_param *param,
 	rdma_set_ack_timeout(conn->cm_id, AFRDMA_ACK_TIMEOUT);
 }
 
-/* The connection attempt is over; the cm id stays until close. */
+/*
+ * The connection attempt is over; the cm id stays until close, or until a
+ * connect, bind or listen after it starts afresh (afrdma_renew()).
+ */
 static void afrdma_cm_fail(struct sock *sk, int err)
 {
 	struct afrdma_sock *ars = afrdma_sk(sk);
@@ -326,7 +331,7 @@ static void afrdma_cm_retry_work(struct work_struct *work)
 		err = afrdma_cm_resolve(sk);
 	if (err) {
 		id = ars->cm_id;
-		/* Failed, not moved to TCP: the id stays until close. */
+		/* Failed, not moved to TCP: the id stays (afrdma_cm_fail()). */
 		if (!afrdma_cm_connect_failed(sk, EHOSTUNREACH,
 					      AFRDMA_FB_NO_DEVICE))
 			id = NULL;
