@@ -125,8 +125,8 @@ run devremove ./selftests/devremove.sh
 run kselftest env AFRDMA_TRANSFER=16M \
 	make -s -C selftests run_tests TEST_GEN_PROGS= TEST_PROGS=transfer.sh
 
-# Orphans (closed sockets still delivering) hold the module for up to
-# their 10 s bound: wait for them.
+# Orphans (closed sockets still delivering) hold the module, for 10 s
+# once their peers take nothing (api.rst, Closing): wait for them.
 check "rmmod afrdma after the tests" unload_afrdma 30
 summary
 [ "$fail" = 0 ]

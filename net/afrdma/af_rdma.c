@@ -41,6 +41,14 @@ MODULE_PARM_DESC(ipproto, "IPPROTO_RDMA under AF_INET/AF_INET6, 257-261 (default
 		 __stringify(AFRDMA_IPPROTO_DEFAULT) ")");
 
 #define AFRDMA_CLOSE_TIMEOUT	(10 * HZ)
+/*
+ * An orphan lives on while its peer keeps taking data, some in every
+ * AFRDMA_CLOSE_TIMEOUT, but never longer than this after the close: it
+ * holds a QP and pinned rings.  TCP has no such cap, but its orphan facing
+ * a closed window gives up after about as long (tcp_probe_timer(): probes
+ * backing off from a 200 ms RTO until one waits TCP_RTO_MAX, about 325 s).
+ */
+#define AFRDMA_ORPHAN_MAX	(5 * 60 * HZ)
 
 /*
  * Fallback timers and orphans; a module-owned queue is flushed before
@@ -976,9 +984,43 @@ static void afrdma_orphan_wake(struct sock *sk)
 }
 
 /*
+ * SENDs posted, data and control.  Each takes a credit, which the peer
+ * returns once its reader took data: an orphan's count moves only as the
+ * peer takes its data.  Lockless reads of counters that only grow.
+ */
+static unsigned int afrdma_orphan_posted(const struct afrdma_conn *conn)
+{
+	return READ_ONCE(conn->tx_head) + READ_ONCE(conn->ctrl_head);
+}
+
+/*
+ * At the end of a period of AFRDMA_CLOSE_TIMEOUT: another one if the peer
+ * took data during it (a slow reader is no reason for a reset, as TCP's
+ * persist timer keeps its orphan while the window opens), within
+ * AFRDMA_ORPHAN_MAX of the close.  True if re-armed.  Socket lock.
+ */
+static bool afrdma_orphan_rearm(struct afrdma_sock *ars,
+				const struct afrdma_conn *conn,
+				unsigned long now)
+{
+	unsigned int posted = afrdma_orphan_posted(conn);
+
+	if (posted == ars->orphan_posted ||
+	    !time_before(now, ars->orphan_limit))
+		return false;
+	ars->orphan_posted = posted;
+	ars->orphan_end = now + AFRDMA_CLOSE_TIMEOUT;
+	if (time_after(ars->orphan_end, ars->orphan_limit))
+		ars->orphan_end = ars->orphan_limit;
+	return true;
+}
+
+/*
  * Ends an orphan: once its data and FIN all went (a graceful disconnect),
  * or as a reset when the peer sent data after the close (as TCP does),
- * when the connection broke, or when AFRDMA_CLOSE_TIMEOUT passed.
+ * when the connection broke, when a period of AFRDMA_CLOSE_TIMEOUT passed
+ * in which the peer took none of its data, or AFRDMA_ORPHAN_MAX after the
+ * close.
  */
 static void afrdma_orphan_work(struct work_struct *work)
 {
@@ -987,16 +1029,20 @@ static void afrdma_orphan_work(struct work_struct *work)
 	struct sock *sk = &ars->inet.sk;
 	struct afrdma_conn *conn = ars->conn;
 	struct rdma_cm_id *id = NULL;
+	unsigned long now;
 	bool done;
 
 	lock_sock(sk);
 	if (!ars->orphan)
 		goto out;
-	if (!afrdma_orphan_due(sk) && time_before(jiffies, ars->orphan_end)) {
-		/* Woken early: the bound still holds. */
+	now = jiffies;
+	if (!afrdma_orphan_due(sk) &&
+	    (time_before(now, ars->orphan_end) ||
+	     afrdma_orphan_rearm(ars, conn, now))) {
+		/* Woken early, or the peer is taking data: wait on. */
 		sock_hold(sk);
 		if (!queue_delayed_work(afrdma_wq, &ars->orphan_work,
-					ars->orphan_end - jiffies))
+					ars->orphan_end - now))
 			sock_put(sk);
 		goto out;
 	}
@@ -1024,7 +1070,9 @@ out:
 /*
  * close() leaves the rest of the data and the FIN to the background, as
  * TCP's orphans do: the socket lives on without its file until
- * afrdma_orphan_work() ends it, within AFRDMA_CLOSE_TIMEOUT.  Past
+ * afrdma_orphan_work() ends it, at the latest once a period of
+ * AFRDMA_CLOSE_TIMEOUT passed in which the peer took none of its data, or
+ * AFRDMA_ORPHAN_MAX after the close.  Past
  * net.afrdma.max_orphans (as tcp_max_orphans) false: the close is then a
  * reset.  The socket is locked.
  */
@@ -1032,13 +1080,16 @@ static bool afrdma_orphan(struct sock *sk)
 {
 	struct afrdma_net *an = afrdma_net(sock_net(sk));
 	struct afrdma_sock *ars = afrdma_sk(sk);
+	unsigned long now = jiffies;
 
 	if (atomic_inc_return(&an->orphans) > READ_ONCE(an->max_orphans)) {
 		atomic_dec(&an->orphans);
 		afrdma_inc_stats(sk, AFRDMA_MIB_ORPHAN_DROPS);
 		return false;
 	}
-	ars->orphan_end = jiffies + AFRDMA_CLOSE_TIMEOUT;
+	ars->orphan_end = now + AFRDMA_CLOSE_TIMEOUT;
+	ars->orphan_limit = now + AFRDMA_ORPHAN_MAX;
+	ars->orphan_posted = afrdma_orphan_posted(ars->conn);
 	write_lock_bh(&sk->sk_callback_lock);
 	WRITE_ONCE(sk->sk_state_change, afrdma_orphan_wake);
 	WRITE_ONCE(sk->sk_data_ready, afrdma_orphan_wake);

@@ -111,7 +111,7 @@ enum afrdma_mib_field {
 	AFRDMA_MIB_RX_ZEROCOPY_BYTES,
 	AFRDMA_MIB_RX_BOUNCE_READS,	/* READs into a receive buffer */
 	AFRDMA_MIB_ORPHAN_DROPS,	/* closes reset: too many orphans */
-	AFRDMA_MIB_ORPHAN_TIMEOUTS,	/* orphans reset: data not taken in time */
+	AFRDMA_MIB_ORPHAN_TIMEOUTS,	/* orphans reset: their data not taken */
 	AFRDMA_MIB_STALE_RETRIES,	/* connects sent again after a stale REJ */
 	AFRDMA_MIB_HALF_OPEN_DROPS,	/* requests dropped: half-open limits */
 	AFRDMA_MIB_HALF_OPEN_TIMEOUTS,	/* half-open connections timed out */
@@ -420,7 +420,9 @@ struct afrdma_sock {
 	struct delayed_work	fb_timer;	/* RDMA setup deadline */
 	/* Closed with data still going (af_rdma.c); socket lock */
 	struct delayed_work	orphan_work;
-	unsigned long		orphan_end;	/* jiffies */
+	unsigned long		orphan_end;	/* jiffies: period's end */
+	unsigned long		orphan_limit;	/* jiffies: no period past it */
+	unsigned int		orphan_posted;	/* SENDs at the period's start */
 	bool			orphan;		/* lockless reads too */
 	/*
 	 * The listing (diag.c): @diag_id is fixed from init to destruct; the
