@@ -105,6 +105,7 @@ run transfer ./selftests/transfer.sh
 run hostile ./selftests/afrdma_hostile_test
 run halfopen ./selftests/afrdma_halfopen_test
 run cmstall ./selftests/afrdma_cmstall_test
+run rzcstall python3 ./selftests/rzcstall.py
 run ops ./selftests/ops.sh
 run trace ./selftests/trace.sh
 run misuse python3 ./selftests/misuse.py

@@ -61,6 +61,13 @@
 /* RC's retries and ack timeout (4.096 us << it); see cm.c for why. */
 #define AFRDMA_RC_RETRIES	6
 #define AFRDMA_ACK_TIMEOUT	19
+/*
+ * (retries + 1) ack timeouts, twice over (30 s): a work request RC has
+ * neither completed nor failed for this long sits on a dead peer, or on
+ * one that paces its answers to hold us (keepalive.c, rzc.c).
+ */
+#define AFRDMA_RC_DEAD_MS \
+	(2 * (AFRDMA_RC_RETRIES + 1) * ((4096ULL << AFRDMA_ACK_TIMEOUT) / NSEC_PER_MSEC))
 #define AFRDMA_ZC_MIN		(16 * 1024)
 /* Payload bytes a SEND may carry inline: off by default (Documentation/tuning.rst), at most. */
 #define AFRDMA_INLINE		0
@@ -117,6 +124,7 @@ enum afrdma_mib_field {
 	AFRDMA_MIB_HALF_OPEN_TIMEOUTS,	/* half-open connections timed out */
 	AFRDMA_MIB_MEMORY_DROPS,	/* requests dropped: net.afrdma.mem full */
 	AFRDMA_MIB_GROWTHS_DECLINED,	/* ring growths not made: memory pressure */
+	AFRDMA_MIB_RX_READ_STALLS,	/* resets: a recv's READs made no progress */
 	AFRDMA_MIB_MAX
 };
 

@@ -450,19 +450,22 @@ static int afrdma_cm_established(struct sock *sk, struct rdma_cm_event *ev)
 
 /*
  * The peer is gone.  Drain first, so that a FIN that raced the disconnect
- * is seen: only a disconnect without FIN is a reset.  Unread data stays
- * readable.  After its FIN the socket is in CLOSE_WAIT, as TCP's: the
- * peer's address stays readable until we close.
+ * is seen: only a disconnect without FIN is a reset, and only if nothing
+ * reset the connection before (an error, or our own giving up on a READ:
+ * the peer's disconnect then answers ours).  Unread data stays readable.
+ * After its FIN the socket is in CLOSE_WAIT, as TCP's: the peer's address
+ * stays readable until we close.
  */
 static void afrdma_cm_disconnected(struct sock *sk)
 {
 	struct afrdma_sock *ars = afrdma_sk(sk);
 	struct afrdma_conn *conn = ars->conn;
-	bool fin = false;
+	bool fin = false, was_dead = false;
 
 	/* The receives our disconnect flushes are this reset, counted below. */
 	if (conn) {
 		spin_lock_bh(&conn->lock);
+		was_dead = conn->dead;
 		WRITE_ONCE(conn->peer_gone, true);
 		spin_unlock_bh(&conn->lock);
 	}
@@ -473,7 +476,7 @@ static void afrdma_cm_disconnected(struct sock *sk)
 		WRITE_ONCE(conn->dead, true);
 		spin_unlock_bh(&conn->lock);
 		fin = conn->fin_rcvd;
-		if (!fin) {
+		if (!fin && !was_dead) {
 			afrdma_trace_reset(sk, ECONNRESET, AFRDMA_RST_PEER);
 			WRITE_ONCE(sk->sk_err, ECONNRESET);
 			afrdma_inc_stats(sk, AFRDMA_MIB_RESETS);
