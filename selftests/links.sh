@@ -215,6 +215,21 @@ for l in json.load(sys.stdin):
 '
 }
 
+# stream_case NAME SECONDS CHECK...: NAME passes if CHECK holds within
+# SECONDS and the link is still up at both ends
+stream_case()
+{
+	local name=$1 secs=$2
+
+	shift 2
+	if wait_until "$secs" "$@" && both_up; then
+		tap_result ok "$name"
+	else
+		show_streams
+		tap_result fail "$name"
+	fi
+}
+
 # 6. Streams: a test listener on port 5000 takes 4, whose ids at the
 # active end go across 2^32 (4294967294, 4294967295, 1, 2).  Each is a
 # user of the link at its end, and its area took a chunk at each end.
@@ -227,12 +242,7 @@ accepted()
 	[ "$(link_field passive conns)" = 4 ] && [ "$(link_field passive peer_conns)" = 5 ] &&
 	[ "$(link_field active chunks)" = 1 ] && [ "$(link_field passive chunks)" = 1 ]
 }
-if wait_until 15 accepted && both_up; then
-	tap_result ok link_streams_accept
-else
-	show_streams
-	tap_result fail link_streams_accept
-fi
+stream_case link_streams_accept 15 accepted
 
 # 7. Where nothing listens (port 5001), CONNECT is refused: ECONNREFUSED,
 # the streams go, the others stay.
@@ -242,12 +252,7 @@ refused()
 	[ "$(link_field active streams_refused)" = 2 ] && streams active 4 0 0 &&
 	streams passive 4 0 4
 }
-if wait_until 10 refused && both_up; then
-	tap_result ok link_streams_refused
-else
-	show_streams
-	tap_result fail link_streams_refused
-fi
+stream_case link_streams_refused 10 refused
 
 # 8. One stream (id 4294967295) reset: it goes at both ends, alone.
 "$tool" links test "$addr" reset 4294967295
@@ -257,12 +262,7 @@ reset_one()
 	[ "$(link_field passive streams_resets)" = 1 ] &&
 	streams active 3 0 0 && streams passive 3 0 3
 }
-if wait_until 10 reset_one && both_up; then
-	tap_result ok link_stream_reset
-else
-	show_streams
-	tap_result fail link_stream_reset
-fi
+stream_case link_stream_reset 10 reset_one
 
 # 9. A CURSOR past anything written breaks the protocol on stream 1: the
 # passive end resets that stream alone; the link and the others go on.
@@ -274,12 +274,7 @@ broken_one()
 	[ "$(link_field passive streams_resets)" = 2 ] &&
 	streams active 2 0 0 && streams passive 2 0 2
 }
-if wait_until 10 broken_one && both_up; then
-	tap_result ok link_stream_protocol_error
-else
-	show_streams
-	tap_result fail link_stream_protocol_error
-fi
+stream_case link_stream_protocol_error 10 broken_one
 
 # 10. A listener with a queue of 1 (port 5002): of 3 streams, 1 goes in
 # and 2 are BUSY, sent again; once the queue has room they go in.
@@ -294,13 +289,11 @@ ok=0
 wait_until 10 waiting && ok=1
 echo "# BUSY: $(link_field active streams_busy) answers"
 "$tool" links test "$addr" listen 5002 backlog 8
-if [ $ok = 1 ] && wait_until 20 streams active 5 0 0 && streams passive 5 0 5 &&
-   both_up; then
-	tap_result ok link_streams_busy
-else
-	show_streams
-	tap_result fail link_streams_busy
-fi
+busy_done()
+{
+	[ $ok = 1 ] && streams active 5 0 0 && streams passive 5 0 5
+}
+stream_case link_streams_busy 20 busy_done
 
 # 11. FIN on every stream: the passive end answers each with its own, and
 # all go at both ends, their areas and chunks with them.
@@ -315,12 +308,7 @@ closed()
 	[ "$(link_field active chunks)" = 0 ] && [ "$(link_field passive chunks)" = 0 ] &&
 	[ "$(link_field active conns)" = 1 ] && [ "$(link_field passive conns)" = 0 ]
 }
-if wait_until 10 closed && both_up; then
-	tap_result ok link_streams_fin
-else
-	show_streams
-	tap_result fail link_streams_fin
-fi
+stream_case link_streams_fin 10 closed
 
 # 12. No users either end: both ends expire after links_idle_s, and their
 # QPs go.  With a user left, it must not.
