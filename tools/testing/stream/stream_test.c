@@ -14,25 +14,12 @@
  * compared without the wrap, areas without their alignment, FIN closing
  * an established stream at once), which the test must fail: it can tell.
  */
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
+#include "host-test.h"
 #include "stream_state.h"
 
-#define ARRAY_SIZE(a)	(sizeof(a) / sizeof((a)[0]))
-
-static unsigned long long checks, failures, runs, wraps;
-static int naive;
-
-static void expect(bool ok, const char *what, unsigned long long i)
-{
-	checks++;
-	if (ok)
-		return;
-	if (failures++ < 10)
-		fprintf(stderr, "stream_test: %s (case %llu)\n", what, i);
-}
+static unsigned long long runs, wraps;
 
 /* The functions under test: the real ones, or the wrong ones. */
 static int next(unsigned int state, unsigned int ev)
@@ -55,16 +42,6 @@ static bool area_fits(unsigned int page, unsigned int order, unsigned int co)
 	if (naive == 2)
 		return order <= co && page + (1U << order) <= 1U << co;
 	return afrdma_stream_area_fits(page, order, co);
-}
-
-static unsigned long long rnd_state = 0x9e3779b97f4a7c15ULL;
-
-static unsigned long long rnd(void)
-{
-	rnd_state ^= rnd_state << 13;
-	rnd_state ^= rnd_state >> 7;
-	rnd_state ^= rnd_state << 17;
-	return rnd_state;
 }
 
 enum {
@@ -347,17 +324,13 @@ static void protocol_runs(unsigned long long n)
 
 int main(int argc, char **argv)
 {
-	if (argc == 2 && argv[1][0] == '-' && argv[1][1] == 'n')
-		naive = atoi(argv[1] + 2);
+	host_test_init("stream_test", 0x9e3779b97f4a7c15ULL, argc, argv);
 	state_cases();
 	area_cases();
 	cursor_cases();
 	protocol_runs(100000);
-	if (failures) {
-		fprintf(stderr, "stream_test: %llu of %llu checks failed%s\n",
-			failures, checks, naive ? " (a wrong version, as it should)" : "");
+	if (host_test_failed("a wrong version"))
 		return 1;
-	}
 	printf("%llu checks, %llu protocol runs, counts wrapped %llu times: all good\n",
 	       checks, runs, wraps);
 	return 0;
