@@ -385,8 +385,8 @@ static struct afrdma_link *afrdma_link_alloc(struct afrdma_link_net *ln,
 	}
 	/* The receive every end keeps for the peer's HELLO */
 	link->tx_credits = 1;
-	link->state = passive ? AFRDMA_LINK_STATE_CONNECTING :
-				AFRDMA_LINK_STATE_RESOLVING;
+	WRITE_ONCE(link->state, passive ? AFRDMA_LINK_STATE_CONNECTING :
+					  AFRDMA_LINK_STATE_RESOLVING);
 	INIT_WORK(&link->work, afrdma_link_work);
 	INIT_DELAYED_WORK(&link->timer, afrdma_link_timer);
 	afrdma_streams_init(link);
@@ -629,7 +629,7 @@ static void afrdma_link_teardown(struct afrdma_link *link)
 		return;
 	}
 	connected = link->peer_up;
-	link->state = AFRDMA_LINK_STATE_CLOSED;
+	WRITE_ONCE(link->state, AFRDMA_LINK_STATE_CLOSED);
 	link->qp_ready = false;
 	link->events = 0;
 	why = link->cm_status;
@@ -815,7 +815,7 @@ static int afrdma_link_connect(struct afrdma_link *link)
 	if (err)
 		return err;
 	spin_lock_bh(&link->lock);
-	link->state = AFRDMA_LINK_STATE_CONNECTING;
+	WRITE_ONCE(link->state, AFRDMA_LINK_STATE_CONNECTING);
 	spin_unlock_bh(&link->lock);
 	afrdma_link_conn_param(link, &param, &priv);
 	return rdma_connect(link->cm_id, &param);
@@ -835,7 +835,7 @@ static int afrdma_link_progress(struct afrdma_link *link)
 
 	spin_lock_bh(&link->lock);
 	if (link->peer_up && link->state == AFRDMA_LINK_STATE_CONNECTING)
-		link->state = AFRDMA_LINK_STATE_HELLO;
+		WRITE_ONCE(link->state, AFRDMA_LINK_STATE_HELLO);
 	/* our HELLO goes first: the peer's may have come already */
 	afrdma_link_flush_locked(link);
 	if (link->state == AFRDMA_LINK_STATE_HELLO && link->hello_sent &&
@@ -853,7 +853,7 @@ static int afrdma_link_progress(struct afrdma_link *link)
 		link->half_open = false;
 		spin_unlock_bh(&ln->lock);
 		spin_lock_bh(&link->lock);
-		link->state = AFRDMA_LINK_STATE_UP;
+		WRITE_ONCE(link->state, AFRDMA_LINK_STATE_UP);
 		/* The peer believes we have none until told. */
 		link->want_use = link->users;
 		spin_unlock_bh(&link->lock);

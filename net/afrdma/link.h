@@ -97,7 +97,8 @@ struct afrdma_link_chunk {
  * under it.  @lock, a BH lock (completions run in softirq), covers
  * @state, the events recorded for @work, the send ring, credits and the
  * counters.  The rdma_cm handler takes @lock only, never @mutex, so that
- * rdma_destroy_id() under @mutex cannot wait on it.
+ * rdma_destroy_id() under @mutex cannot wait on it.  @state changes only
+ * under both, with WRITE_ONCE(): @work may read it under @mutex alone.
  */
 struct afrdma_link {
 	u8			kind;		/* AFRDMA_LINK_KIND_LINK */
