@@ -205,6 +205,7 @@ clean:
 	$(MAKE) -C tools/testing/ring clean
 	$(MAKE) -C tools/testing/link_area clean
 	$(MAKE) -C tools/testing/link_msg clean
+	$(MAKE) -C tools/testing/stream clean
 	rm -f $(TOOLS) $(RDS_PERF) $(SYSFUZZ) $(HOSTILE) $(COMPAT_H)
 	rm -rf build
 

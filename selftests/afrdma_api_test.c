@@ -880,11 +880,21 @@ TEST_F(api, linger)
  * delivered in the background: the reader, which starts reading once the
  * closes are done (or at a deadline that only a close waiting for it can
  * reach), gets every byte and then EOF.  TCP runs the same as the control.
+ *
+ * The reader is an event loop too, reading whichever connection is
+ * readable.  An orphan is reset once a period of 10 s passes in which its
+ * reader took none of its data (api.rst, Closing), so a reader that leaves
+ * a connection untouched until it has finished 99 others may, on a slow
+ * kernel, find it reset: by design (the debug kernel took over 10 s to
+ * reach the 88th that way), where TCP would probe for minutes.  Serving
+ * them all, it finds none reset.
  */
 #define ORPHANS		100
 #define ORPHAN_BUF	(64 * 1024)	/* afrdma: 4 buffers of 16 KiB */
 #define ORPHAN_CAP	(8 << 20)	/* bytes a connection may take, at most */
 #define ORPHAN_WAIT_S	5		/* the reader's deadline */
+#define ORPHAN_IDLE_S	30		/* the reader's wait for any data */
+#define ORPHAN_BOUND_S	10		/* af_rdma.c's AFRDMA_CLOSE_TIMEOUT */
 
 struct orphan_reader {
 	int			fd[ORPHANS];
@@ -910,13 +920,48 @@ static unsigned char orphan_byte(int i, long long off)
 	return (unsigned char)((off * 131 + i * 7 + (off >> 9)) & 0xff);
 }
 
+static void orphan_bad(struct orphan_reader *r, int i, long long got,
+		       const char *then)
+{
+	if (!r->bad++)
+		snprintf(r->why, sizeof(r->why),
+			 "connection %d: %lld of %lld bytes, then %s",
+			 i, got, r->sent[i], then);
+}
+
+/*
+ * Reads what connection @i has now; true once it is over: EOF after all
+ * its bytes, or a failure noted in @r.
+ */
+static bool orphan_take(struct orphan_reader *r, int i, long long *got)
+{
+	static unsigned char buf[65536];
+	ssize_t n, k;
+
+	while ((n = recv(r->fd[i], buf, sizeof(buf), MSG_DONTWAIT)) > 0) {
+		for (k = 0; k < n; k++)
+			if (buf[k] != orphan_byte(i, *got + k))
+				break;
+		if (k < n) {
+			orphan_bad(r, i, *got + k, "wrong data");
+			return true;
+		}
+		*got += n;
+	}
+	if (n < 0 && errno == EAGAIN)
+		return false;
+	if (n || *got != r->sent[i])
+		orphan_bad(r, i, *got, n ? strerror(errno) : "EOF");
+	return true;
+}
+
 static void *orphan_read(void *arg)
 {
 	struct orphan_reader *r = arg;
-	struct timeval tv = { .tv_sec = 30 };
-	static unsigned char buf[65536];
+	long long got[ORPHANS] = { 0 };
+	struct pollfd pfd[ORPHANS];
+	int i, left = ORPHANS;
 	struct timespec end;
-	int i;
 
 	clock_gettime(CLOCK_REALTIME, &end);
 	end.tv_sec += ORPHAN_WAIT_S;
@@ -928,28 +973,21 @@ static void *orphan_read(void *arg)
 		}
 	pthread_mutex_unlock(&r->lock);
 
+	for (i = 0; i < ORPHANS; i++)
+		pfd[i] = (struct pollfd){ .fd = r->fd[i], .events = POLLIN };
+	while (left && poll(pfd, ORPHANS, ORPHAN_IDLE_S * 1000) > 0) {
+		for (i = 0; i < ORPHANS; i++) {
+			if (!pfd[i].revents || !orphan_take(r, i, &got[i]))
+				continue;
+			close(r->fd[i]);
+			pfd[i].fd = -1;
+			left--;
+		}
+	}
 	for (i = 0; i < ORPHANS; i++) {
-		long long got = 0;
-		ssize_t n, k;
-
-		setsockopt(r->fd[i], SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-		while ((n = recv(r->fd[i], buf, sizeof(buf), 0)) > 0) {
-			for (k = 0; k < n; k++)
-				if (buf[k] != orphan_byte(i, got + k))
-					break;
-			if (k < n) {
-				n = -2;
-				break;
-			}
-			got += n;
-		}
-		if (n || got != r->sent[i]) {
-			if (!r->bad++)
-				snprintf(r->why, sizeof(r->why),
-					 "connection %d: %lld of %lld bytes, then %s",
-					 i, got, r->sent[i], n == -2 ? "wrong data" :
-					 n < 0 ? strerror(errno) : "EOF");
-		}
+		if (pfd[i].fd < 0)
+			continue;
+		orphan_bad(r, i, got[i], "no EOF");
 		close(r->fd[i]);
 	}
 	return NULL;
@@ -1035,7 +1073,7 @@ static double orphan_run(struct __test_metadata *_metadata,
 	return t1 - t0;
 }
 
-TEST_F(api, close_returns_at_once)
+TEST_F_TIMEOUT(api, close_returns_at_once, 120)
 {
 	long long base = afrdma_stat("CurrOrphans"), orphans, left;
 	struct orphan_reader r;
@@ -1063,6 +1101,78 @@ TEST_F(api, close_returns_at_once)
 		usleep(100000);
 	}
 	EXPECT_GE(base, left) TH_LOG("%lld orphans left", left);
+}
+
+/*
+ * orphan_reset_when_nothing_taken: the other side of the rule.  A sender
+ * fills a connection whose reader takes nothing, then closes: the orphan
+ * is reset (OrphanTimeouts) once its first 10 s pass, not re-armed, since
+ * nothing was taken.  The reader, coming late, gets what had reached it,
+ * then ECONNRESET.
+ */
+TEST_F_TIMEOUT(api, orphan_reset_when_nothing_taken, 90)
+{
+	long long base = afrdma_stat("OrphanTimeouts"), now = base;
+	long long orphans = afrdma_stat("CurrOrphans");
+	struct timeval tv = { .tv_sec = 10 };
+	int lfd, cfd, sfd, size = ORPHAN_BUF;
+	const char *a = test_addr(variant->v6);
+	static unsigned char buf[16384];
+	long long sent = 0, got = 0;
+	unsigned short port;
+	ssize_t n, k;
+	double t0, t;
+
+	lfd = afrdma_listen_on(variant->t, a, 0, 1, &port);
+	ASSERT_LE(0, lfd);
+	ASSERT_EQ(0, setsockopt(lfd, SOL_SOCKET, SO_RCVBUF, &size, sizeof(size)));
+	cfd = afrdma_connect_to(variant->t, a, port);
+	ASSERT_LE(0, cfd) TH_LOG("connect: %s", strerror(errno));
+	sfd = accept(lfd, NULL, NULL);
+	ASSERT_LE(0, sfd) TH_LOG("accept: %s", strerror(errno));
+	close(lfd);
+
+	/* Until the sender has not become writable for 0.5 s */
+	for (;;) {
+		struct pollfd p = { .fd = cfd, .events = POLLOUT };
+
+		if (poll(&p, 1, 500) <= 0)
+			break;
+		ASSERT_GT(ORPHAN_CAP, sent) TH_LOG("the reader never filled");
+		for (k = 0; k < (ssize_t)sizeof(buf); k++)
+			buf[k] = orphan_byte(0, sent + k);
+		n = send(cfd, buf, sizeof(buf), MSG_DONTWAIT | MSG_NOSIGNAL);
+		ASSERT_TRUE(n > 0 || errno == EAGAIN)
+			TH_LOG("send: %s", strerror(errno));
+		if (n > 0)
+			sent += n;
+	}
+	ASSERT_LT(0, sent);
+
+	t0 = orphan_now();
+	ASSERT_EQ(0, close(cfd));
+	EXPECT_LT(orphans, afrdma_stat("CurrOrphans")) TH_LOG("no orphan");
+	while (now <= base && orphan_now() - t0 < 3 * ORPHAN_BOUND_S) {
+		usleep(100000);
+		now = afrdma_stat("OrphanTimeouts");
+	}
+	t = orphan_now() - t0;
+	TH_LOG("orphan reset %.1f s after the close", t);
+	ASSERT_LT(base, now) TH_LOG("no orphan timeout in %.1f s", t);
+	/* Not before its 10 s, nor a period later: nothing was taken. */
+	EXPECT_TRUE(t > ORPHAN_BOUND_S - 0.5 && t < ORPHAN_BOUND_S * 1.5);
+
+	ASSERT_EQ(0, setsockopt(sfd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)));
+	while ((n = recv(sfd, buf, sizeof(buf), 0)) > 0) {
+		for (k = 0; k < n; k++)
+			ASSERT_EQ(orphan_byte(0, got + k), buf[k]);
+		got += n;
+	}
+	EXPECT_EQ(-1, n);
+	EXPECT_EQ(ECONNRESET, errno);
+	EXPECT_LT(0, got);
+	EXPECT_GE(sent, got);
+	close(sfd);
 }
 
 /* SO_RCVLOWAT: poll and a blocking recv wait for that many bytes. */
@@ -1569,6 +1679,124 @@ TEST_F_TIMEOUT(api, connect_after_refused, 120)
 	connect_after_refused(_metadata, variant->t, a, -1, true);
 	connect_after_refused(_metadata, variant->t, a, 0, false);
 	connect_after_refused(_metadata, variant->t, a, 0, true);
+}
+
+/* Where listen_after_failed()'s socket gets its address */
+enum listen_how {
+	LISTEN_ALONE,		/* listen() picks a port */
+	LISTEN_BIND,		/* bind() to port 0 after the connect */
+	LISTEN_BOUND,		/* bind() to a named port before it: it stays */
+};
+
+/*
+ * listen() after a failed connect() listens, as TCP's does, and over RDMA:
+ * the connect's cm id (left in CONNECT, or bound by address resolution)
+ * is not one rdma_cm binds or listens on, and afrdma used to fail with
+ * EINVAL.  The connect is refused, or to @unreach, which has no route;
+ * afrdma's sockets have the fallback off, so that RDMA's own failure ends
+ * the connect.
+ */
+static void listen_after_failed(struct __test_metadata *_metadata,
+				enum afrdma_transport t, const char *addr,
+				enum listen_how how, const char *unreach)
+{
+	const char *name = afrdma_transport_name(t);
+	unsigned short port, lport = 0;
+	struct sockaddr_storage ss, me;
+	int zero = 0, fd, lfd, cfd, sfd;
+	socklen_t len, mlen;
+	char buf[2];
+
+	afrdma_make_addr(&me, addr, 0);
+	fd = afrdma_socket(t, me.ss_family, 0);
+	ASSERT_LE(0, fd);
+	if (t != AFRDMA_T_TCP)
+		ASSERT_EQ(0, setsockopt(fd, SOL_RDMA, AFRDMA_FALLBACK, &zero,
+					sizeof(zero)));
+	if (how == LISTEN_BOUND) {
+		/* A port named: TCP gives up one it picked for bind(..., 0). */
+		lfd = tcp_listen_on(addr, &lport);
+		ASSERT_LE(0, lfd);
+		close(lfd);
+		mlen = afrdma_make_addr(&me, addr, lport);
+		ASSERT_EQ(0, bind(fd, (struct sockaddr *)&me, mlen))
+			TH_LOG("%s: bind to %u: %s", name, lport, strerror(errno));
+	}
+	if (unreach) {
+		len = afrdma_make_addr(&ss, unreach, 7);
+		ASSERT_EQ(-1, connect(fd, (struct sockaddr *)&ss, len));
+		ASSERT_TRUE(errno == EHOSTUNREACH || errno == ENETUNREACH)
+			TH_LOG("%s: connect to %s: %s", name, unreach,
+			       strerror(errno));
+	} else {
+		/* A port nobody listens on: one a listener just gave up. */
+		lfd = afrdma_listen_on(t, addr, 0, 4, &port);
+		ASSERT_LE(0, lfd);
+		close(lfd);
+		len = afrdma_make_addr(&ss, addr, port);
+		ASSERT_EQ(-1, connect(fd, (struct sockaddr *)&ss, len));
+		ASSERT_EQ(ECONNREFUSED, errno) TH_LOG("%s: %s", name,
+						      strerror(errno));
+	}
+
+	if (how == LISTEN_BIND) {
+		mlen = afrdma_make_addr(&me, addr, 0);
+		ASSERT_EQ(0, bind(fd, (struct sockaddr *)&me, mlen))
+			TH_LOG("%s, %s: bind after the failed connect: %s",
+			       name, unreach ? "unreachable" : "refused",
+			       strerror(errno));
+	}
+	ASSERT_EQ(0, listen(fd, 4))
+		TH_LOG("%s, %s, %s: listen after the failed connect: %s", name,
+		       unreach ? "unreachable" : "refused",
+		       how == LISTEN_ALONE ? "alone" : how == LISTEN_BIND ?
+		       "bind after" : "bound before", strerror(errno));
+	mlen = sizeof(me);
+	ASSERT_EQ(0, getsockname(fd, (struct sockaddr *)&me, &mlen));
+	port = afrdma_addr_port(&me);
+	ASSERT_NE(0, port);
+	if (how == LISTEN_BOUND)
+		ASSERT_EQ(lport, port);
+
+	afrdma_make_addr(&ss, addr, 0);
+	cfd = afrdma_socket(t, ss.ss_family, 0);
+	ASSERT_LE(0, cfd);
+	if (t != AFRDMA_T_TCP)
+		ASSERT_EQ(0, setsockopt(cfd, SOL_RDMA, AFRDMA_FALLBACK, &zero,
+					sizeof(zero)));
+	len = afrdma_make_addr(&ss, addr, port);
+	ASSERT_EQ(0, connect(cfd, (struct sockaddr *)&ss, len))
+		TH_LOG("%s: connect to the new listener: %s", name,
+		       strerror(errno));
+	sfd = accept(fd, NULL, NULL);
+	ASSERT_LE(0, sfd) TH_LOG("%s: accept: %s", name, strerror(errno));
+	if (t != AFRDMA_T_TCP) {
+		ASSERT_EQ(AFRDMA_TRANSPORT_RDMA, transport_of(sfd));
+		ASSERT_EQ(AFRDMA_TRANSPORT_RDMA, transport_of(cfd));
+	}
+	ASSERT_EQ(2, send(cfd, "ok", 2, 0));
+	ASSERT_EQ(2, recv(sfd, buf, 2, MSG_WAITALL));
+	close(sfd);
+	close(cfd);
+	close(fd);
+}
+
+TEST_F_TIMEOUT(api, listen_after_failed, 180)
+{
+	const char *no_route = variant->v6 ? "2001:db8::1" : "192.0.2.1";
+	const char *a = test_addr(variant->v6);
+
+	listen_after_failed(_metadata, AFRDMA_T_TCP, a, LISTEN_ALONE, NULL);
+	listen_after_failed(_metadata, AFRDMA_T_TCP, a, LISTEN_BIND, NULL);
+	listen_after_failed(_metadata, AFRDMA_T_TCP, a, LISTEN_BOUND, NULL);
+	/* Without bind(), rdma_listen() binds the IPv4 wildcard. */
+	if (!variant->v6)
+		listen_after_failed(_metadata, variant->t, a, LISTEN_ALONE,
+				    NULL);
+	listen_after_failed(_metadata, variant->t, a, LISTEN_BIND, NULL);
+	listen_after_failed(_metadata, variant->t, a, LISTEN_BOUND, NULL);
+	listen_after_failed(_metadata, variant->t, a, LISTEN_BIND, no_route);
+	listen_after_failed(_metadata, variant->t, a, LISTEN_BOUND, no_route);
 }
 
 /*

@@ -16,6 +16,12 @@
  *   RPING_S.  Released, the stalled socket sees its peer's close.
  * stall.listener: a listener's setsockopt(IP_OPTIONS) stalls; a client's
  *   connect to it must still complete, and carry data, within CONNECT_S.
+ * modstall.accept: a listener's accept() of a plain TCP client replays the
+ *   listener's TCP_CONGESTION on the new TCP socket, and the name's module
+ *   is loaded by a modprobe that waits (kernel.modprobe is a script until
+ *   the test lets it go); meanwhile an AF_RDMA client's connect to the same
+ *   listener must complete, and carry data, within CONNECT_S.  Released,
+ *   the accepted socket is on TCP with that congestion control.
  *
  * Bounds scale by AFRDMA_TIME_SCALE.  Needs userfaultfd for kernel faults
  * (root).  Prints TAP.
@@ -23,6 +29,7 @@
 #include <errno.h>
 #include <linux/userfaultfd.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 
@@ -479,6 +486,214 @@ TEST_F_TIMEOUT(listener_stall, setsockopt, TEST_S)
 	stall_release(&self->st);
 	EXPECT_EQ(0, self->st.ret) TH_LOG("setsockopt: %s",
 					  strerror(self->st.err));
+}
+
+/*
+ * An accept() that waits in modprobe.  The congestion control is a module
+ * that is not loaded when the accept replays it, so that TCP asks for it
+ * (with CAP_NET_ADMIN, which the listener's owner has here).
+ */
+static const char *const cc_modules[] = {
+	"highspeed", "scalable", "hybla", "veno", "westwood", "lp", "yeah",
+	"illinois", "htcp", "vegas",
+};
+
+struct bg_accept {
+	int lfd;
+	pthread_t thread;
+	bool running;
+	int fd;
+	int err;
+};
+
+static void *bg_accept_run(void *arg)
+{
+	struct bg_accept *a = arg;
+
+	a->fd = accept4(a->lfd, NULL, NULL, SOCK_CLOEXEC);
+	a->err = errno;
+	return NULL;
+}
+
+FIXTURE(modstall) {
+	char dir[64];
+	char modprobe[256];
+	const char *cc;
+	struct bg_accept acc;
+	int fds[5];
+};
+
+/* kernel.modprobe: @buf gets it, or it is set to @set.  0 or -1. */
+static int modprobe_path(char *buf, size_t len, const char *set)
+{
+	FILE *f = fopen("/proc/sys/kernel/modprobe", set ? "w" : "r");
+	int ret = 0;
+
+	if (!f)
+		return -1;
+	if (set)
+		ret = fputs(set, f) < 0 ? -1 : 0;
+	else if (!fgets(buf, (int)len, f))
+		ret = -1;
+	else
+		buf[strcspn(buf, "\n")] = '\0';
+	if (fclose(f))
+		ret = -1;
+	return ret;
+}
+
+/* Lets the waiting modprobe go on, and waits for the accept. */
+static void modstall_release(FIXTURE_DATA(modstall) *self)
+{
+	char path[96];
+	int fd;
+
+	if (!self->dir[0])
+		return;
+	snprintf(path, sizeof(path), "%s/go", self->dir);
+	fd = open(path, O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
+	if (fd >= 0)
+		close(fd);
+	if (self->acc.running) {
+		self->acc.running = false;
+		pthread_join(self->acc.thread, NULL);
+	}
+}
+
+FIXTURE_SETUP(modstall)
+{
+	char cmd[256];
+	unsigned int i;
+
+	memset(&self->acc, 0, sizeof(self->acc));
+	self->acc.fd = -1;
+	for (i = 0; i < ARRAY_SIZE(self->fds); i++)
+		self->fds[i] = -1;
+	self->dir[0] = '\0';
+	self->modprobe[0] = '\0';
+	self->cc = NULL;
+	if (modprobe_path(self->modprobe, sizeof(self->modprobe), NULL) ||
+	    !self->modprobe[0])
+		SKIP(return, "no kernel.modprobe to stand in for");
+	/* One that is a module and can be unloaded now */
+	for (i = 0; i < ARRAY_SIZE(cc_modules) && !self->cc; i++) {
+		snprintf(cmd, sizeof(cmd), "modinfo -F filename tcp_%s 2>/dev/null | grep -q '[.]ko'",
+			 cc_modules[i]);
+		if (system(cmd))
+			continue;
+		snprintf(cmd, sizeof(cmd), "! test -e /sys/module/tcp_%s || rmmod tcp_%s",
+			 cc_modules[i], cc_modules[i]);
+		if (!system(cmd))
+			self->cc = cc_modules[i];
+	}
+	if (!self->cc)
+		SKIP(return, "no TCP congestion control module to load");
+}
+
+FIXTURE_TEARDOWN(modstall)
+{
+	char path[96];
+	unsigned int i;
+
+	modstall_release(self);
+	if (self->dir[0]) {
+		modprobe_path(NULL, 0, self->modprobe);
+		snprintf(path, sizeof(path), "rm -rf %s", self->dir);
+		if (system(path))
+			ksft_print_msg("could not remove %s\n", self->dir);
+	}
+	if (self->acc.fd >= 0)
+		close(self->acc.fd);
+	for (i = 0; i < ARRAY_SIZE(self->fds); i++)
+		if (self->fds[i] >= 0)
+			close(self->fds[i]);
+}
+
+TEST_F_TIMEOUT(modstall, accept, TEST_S)
+{
+	int *lfd = &self->fds[0], *tfd = &self->fds[1], *cfd = &self->fds[2];
+	int *sfd = &self->fds[3];
+	char path[96], cc[16] = "", c = 'x';
+	struct sockaddr_storage ss;
+	const char *why = "";
+	int one = 1, fd, val;
+	unsigned short port;
+	socklen_t len;
+	double end;
+	FILE *f;
+
+	/* A listener that serves TCP clients too */
+	fd = socket(afrdma_family_nr(), SOCK_STREAM | SOCK_CLOEXEC, 0);
+	ASSERT_LE(0, fd) TH_LOG("socket: %s", strerror(errno));
+	ASSERT_EQ(0, setsockopt(fd, SOL_RDMA, AFRDMA_FALLBACK, &one,
+				sizeof(one)));
+	*lfd = listen_any_port(fd, test_addr(false), 8, &port);
+	ASSERT_LE(0, *lfd) TH_LOG("listener: %s", strerror(errno));
+	/* Checked now, which loads the module once: then it goes again. */
+	ASSERT_EQ(0, setsockopt(*lfd, SOL_TCP, TCP_CONGESTION, self->cc,
+				strlen(self->cc)))
+		TH_LOG("TCP_CONGESTION %s: %s", self->cc, strerror(errno));
+	snprintf(path, sizeof(path), "rmmod tcp_%s", self->cc);
+	ASSERT_EQ(0, system(path)) TH_LOG("%s failed", path);
+
+	/* kernel.modprobe waits for DIR/go, for a minute at most. */
+	snprintf(self->dir, sizeof(self->dir), "/tmp/afrdma-modstall.XXXXXX");
+	ASSERT_NE(NULL, mkdtemp(self->dir)) TH_LOG("mkdtemp: %s",
+						   strerror(errno));
+	snprintf(path, sizeof(path), "%s/modprobe", self->dir);
+	f = fopen(path, "w");
+	ASSERT_NE(NULL, f);
+	fprintf(f, "#!/bin/sh\ntouch %s/started\nn=0\n"
+		"while [ ! -e %s/go ] && [ $n -lt 1200 ]; do\n"
+		"\tsleep 0.05\n\tn=$((n + 1))\ndone\nexec %s \"$@\"\n",
+		self->dir, self->dir, self->modprobe);
+	ASSERT_EQ(0, fclose(f));
+	ASSERT_EQ(0, chmod(path, 0755));
+	ASSERT_EQ(0, modprobe_path(NULL, 0, path));
+
+	/* A plain TCP client, and an accept that replays the option */
+	len = afrdma_make_addr(&ss, test_addr(false), port);
+	*tfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	ASSERT_LE(0, *tfd);
+	ASSERT_EQ(0, connect(*tfd, (struct sockaddr *)&ss, len))
+		TH_LOG("TCP connect: %s", strerror(errno));
+	self->acc.lfd = *lfd;
+	ASSERT_EQ(0, pthread_create(&self->acc.thread, NULL, bg_accept_run,
+				    &self->acc));
+	self->acc.running = true;
+	snprintf(path, sizeof(path), "%s/started", self->dir);
+	end = now() + scale(CONNECT_S);
+	while (access(path, F_OK) && now() < end)
+		usleep(10000);
+	ASSERT_EQ(0, access(path, F_OK))
+		TH_LOG("the accept never asked for tcp_%s", self->cc);
+
+	/* Everyone else goes on: an RDMA client of the same listener too. */
+	end = now() + scale(CONNECT_S);
+	ASSERT_EQ(0, rdma_pair(*lfd, port, end, cfd, sfd, &why))
+		TH_LOG("connect while accept() loads a module: %s: %s", why,
+		       strerror(errno));
+	ASSERT_EQ(0, xfer(*cfd, *sfd, end, &why)) TH_LOG("%s", why);
+	len = sizeof(val);
+	ASSERT_EQ(0, getsockopt(*sfd, SOL_RDMA, AFRDMA_TRANSPORT, &val, &len));
+	EXPECT_EQ(AFRDMA_TRANSPORT_RDMA, val);
+	EXPECT_TRUE(self->acc.running && self->acc.fd < 0)
+		TH_LOG("the accept returned before modprobe was let go");
+
+	/* Released, the TCP client's socket has the listener's option. */
+	modstall_release(self);
+	ASSERT_LE(0, self->acc.fd) TH_LOG("accept: %s",
+					  strerror(self->acc.err));
+	len = sizeof(val);
+	ASSERT_EQ(0, getsockopt(self->acc.fd, SOL_RDMA, AFRDMA_TRANSPORT, &val,
+				&len));
+	EXPECT_EQ(AFRDMA_TRANSPORT_TCP, val);
+	len = sizeof(cc) - 1;
+	ASSERT_EQ(0, getsockopt(self->acc.fd, SOL_TCP, TCP_CONGESTION, cc,
+				&len));
+	EXPECT_STREQ(self->cc, cc);
+	ASSERT_EQ(1, send(*tfd, &c, 1, 0));
+	ASSERT_EQ(1, recv(self->acc.fd, &c, 1, MSG_WAITALL));
 }
 
 TEST_HARNESS_MAIN

@@ -87,8 +87,8 @@ rc_qps()
 
 # unload_afrdma SECONDS: rmmod afrdma, tried once a second for up to
 # SECONDS while the last connections go down (a close with data the peer
-# has not taken lives on as an orphan for up to 10 s); fails if the
-# module is still loaded.
+# has not taken lives on as an orphan, 10 s once the peer takes none);
+# fails if the module is still loaded.
 unload_afrdma()
 {
 	for _ in $(seq "$1"); do
@@ -105,8 +105,8 @@ afrdma_socks()
 }
 
 # wait_drained SECONDS: waits up to SECONDS for every afrdma socket and
-# RC QP to go (orphans live up to 10 s); sets $socks and $qps to what is
-# left.
+# RC QP to go (orphans whose peer takes nothing live 10 s); sets $socks
+# and $qps to what is left.
 wait_drained()
 {
 	local t=$((SECONDS + $1))

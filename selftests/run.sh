@@ -105,6 +105,7 @@ run transfer ./selftests/transfer.sh
 run hostile ./selftests/afrdma_hostile_test
 run halfopen ./selftests/afrdma_halfopen_test
 run cmstall ./selftests/afrdma_cmstall_test
+run rzcstall python3 ./selftests/rzcstall.py
 run ops ./selftests/ops.sh
 run trace ./selftests/trace.sh
 run misuse python3 ./selftests/misuse.py
@@ -125,8 +126,8 @@ run devremove ./selftests/devremove.sh
 run kselftest env AFRDMA_TRANSFER=16M \
 	make -s -C selftests run_tests TEST_GEN_PROGS= TEST_PROGS=transfer.sh
 
-# Orphans (closed sockets still delivering) hold the module for up to
-# their 10 s bound: wait for them.
+# Orphans (closed sockets still delivering) hold the module, for 10 s
+# once their peers take nothing (api.rst, Closing): wait for them.
 check "rmmod afrdma after the tests" unload_afrdma 30
 summary
 [ "$fail" = 0 ]

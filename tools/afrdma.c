@@ -14,8 +14,11 @@
  *                       from the module's generic netlink family
  *   afrdma links [-j]   this namespace's links (net.afrdma.links): peer,
  *                       device, QPs, connections, messages, bytes, state
- *   afrdma links test ADDR [users N] [pages N]
- *                       asks for a link to ADDR (root; a test interface)
+ *   afrdma links test ADDR [users N] [pages N] [listen PORT [backlog N]]
+ *                       [connect PORT [streams N]] [first ID] [reset ID]
+ *                       [fin ID] [cursor ID value N]
+ *                       asks for a link to ADDR, and streams on it (root;
+ *                       a test interface)
  */
 #include <stdbool.h>
 #include <time.h>
@@ -734,7 +737,7 @@ static int link_show(const struct nlmsghdr *nlh, void *data)
 			       "\"peer_qpn\":%u,\"conns\":%u,\"peer_conns\":%u,"
 			       "\"tx_msgs\":%llu,\"rx_msgs\":%llu,\"tx_bytes\":%llu,"
 			       "\"rx_bytes\":%llu,\"chunks\":%u,\"mem_bytes\":%llu,"
-			       "\"area_pages\":%u,\"idle_ms\":%u}",
+			       "\"area_pages\":%u,\"idle_ms\":%u,",
 			       o->n ? "," : "", ss_u32(tb[AFRDMA_A_LINK_ID]), peer,
 			       passive ? "passive" : "active", dev, state,
 			       ss_u32(tb[AFRDMA_A_LINK_QPN]),
@@ -749,8 +752,23 @@ static int link_show(const struct nlmsghdr *nlh, void *data)
 			       attr_u64(tb[AFRDMA_A_LINK_MEM_BYTES]),
 			       ss_u32(tb[AFRDMA_A_LINK_AREA_PAGES]),
 			       ss_u32(tb[AFRDMA_A_LINK_IDLE_MS]));
+			printf("\"streams\":%u,\"streams_est\":%u,\"streams_syn\":%u,"
+			       "\"streams_half_open\":%u,\"streams_opened\":%llu,"
+			       "\"streams_refused\":%llu,\"streams_busy\":%llu,"
+			       "\"streams_resets\":%llu,\"streams_fins\":%llu,"
+			       "\"streams_errors\":%llu}",
+			       ss_u32(tb[AFRDMA_A_LINK_STREAMS]),
+			       ss_u32(tb[AFRDMA_A_LINK_STREAMS_EST]),
+			       ss_u32(tb[AFRDMA_A_LINK_STREAMS_SYN]),
+			       ss_u32(tb[AFRDMA_A_LINK_STREAMS_HALF_OPEN]),
+			       attr_u64(tb[AFRDMA_A_LINK_STREAMS_OPENED]),
+			       attr_u64(tb[AFRDMA_A_LINK_STREAMS_REFUSED]),
+			       attr_u64(tb[AFRDMA_A_LINK_STREAMS_BUSY]),
+			       attr_u64(tb[AFRDMA_A_LINK_STREAMS_RESETS]),
+			       attr_u64(tb[AFRDMA_A_LINK_STREAMS_FINS]),
+			       attr_u64(tb[AFRDMA_A_LINK_STREAMS_ERRORS]));
 		} else {
-			char conns[24], msgs[48], bytes[48], mem[48];
+			char conns[24], msgs[48], bytes[48], mem[48], streams[40];
 
 			snprintf(conns, sizeof(conns), "%u/%u",
 				 ss_u32(tb[AFRDMA_A_LINK_USERS]),
@@ -764,12 +782,16 @@ static int link_show(const struct nlmsghdr *nlh, void *data)
 			snprintf(mem, sizeof(mem), "%u/%llu",
 				 ss_u32(tb[AFRDMA_A_LINK_CHUNKS]),
 				 attr_u64(tb[AFRDMA_A_LINK_MEM_BYTES]));
-			printf("%-4u %-24s %-7s %-10s %-10s %-7u %-7u %-11s %-15s %-21s %s\n",
+			snprintf(streams, sizeof(streams), "%u/%u/%u",
+				 ss_u32(tb[AFRDMA_A_LINK_STREAMS_EST]),
+				 ss_u32(tb[AFRDMA_A_LINK_STREAMS_SYN]),
+				 ss_u32(tb[AFRDMA_A_LINK_STREAMS_HALF_OPEN]));
+			printf("%-4u %-24s %-7s %-10s %-10s %-7u %-7u %-11s %-15s %-21s %-17s %s\n",
 			       ss_u32(tb[AFRDMA_A_LINK_ID]), peer,
 			       passive ? "passive" : "active", dev, state,
 			       ss_u32(tb[AFRDMA_A_LINK_QPN]),
 			       ss_u32(tb[AFRDMA_A_LINK_PEER_QPN]), conns, msgs,
-			       bytes, mem);
+			       bytes, mem, streams);
 		}
 		o->n++;
 	}
@@ -779,18 +801,43 @@ static int link_show(const struct nlmsghdr *nlh, void *data)
 /* This namespace's links; none is no error. */
 static int cmd_links(bool json)
 {
-	char header[160];
+	char header[200];
 
-	snprintf(header, sizeof(header), "%-4s %-24s %-7s %-10s %-10s %-7s %-7s %-11s %-15s %-21s %s",
+	snprintf(header, sizeof(header), "%-4s %-24s %-7s %-10s %-10s %-7s %-7s %-11s %-15s %-21s %-17s %s",
 		 "ID", "PEER", "ROLE", "DEVICE", "STATE", "QP", "PEER_QP",
-		 "CONNS/PEER", "TX/RX_MSGS", "TX/RX_BYTES", "CHUNKS/MEM");
+		 "CONNS/PEER", "TX/RX_MSGS", "TX/RX_BYTES", "CHUNKS/MEM",
+		 "STREAMS/SYN/HALF");
 	return genl_dump_show(AFRDMA_CMD_GET_LINKS, json, link_show, header,
 			      "links", NULL);
 }
 
+/* The words of `afrdma links test` after ADDR, each with its number. */
+static const struct {
+	const char	*word;
+	int		attr;
+} link_test_words[] = {
+	{ "users",	AFRDMA_A_LINK_USERS },
+	{ "pages",	AFRDMA_A_LINK_AREA_PAGES },
+	{ "listen",	AFRDMA_A_LINK_TEST_LISTEN },
+	{ "backlog",	AFRDMA_A_LINK_TEST_BACKLOG },
+	{ "connect",	AFRDMA_A_LINK_TEST_PORT },
+	{ "streams",	AFRDMA_A_LINK_TEST_STREAMS },
+	{ "first",	AFRDMA_A_LINK_TEST_FIRST_ID },
+	{ "reset",	AFRDMA_A_LINK_TEST_RESET },
+	{ "fin",	AFRDMA_A_LINK_TEST_FIN },
+	{ "cursor",	AFRDMA_A_LINK_TEST_CURSOR },
+	{ "value",	AFRDMA_A_LINK_TEST_VALUE },
+};
+
+#define LINK_TEST_USAGE \
+	"links test ADDR [users N] [pages N] [listen PORT [backlog N]]\n" \
+	"       [connect PORT [streams N]] [first ID] [reset ID] [fin ID]\n" \
+	"       [cursor ID value N]"
+
 /*
- * afrdma links test ADDR [users N] [pages N]: AFRDMA_CMD_LINK_TEST, which
- * sets up a link to ADDR unless there is one (net.afrdma.links=1; root).
+ * afrdma links test ADDR [WORD N]...: AFRDMA_CMD_LINK_TEST, which sets up
+ * a link to ADDR unless there is one (net.afrdma.links=1; root), and asks
+ * for its streams (link_test_words).
  */
 static int cmd_link_test(int argc, char **argv)
 {
@@ -801,7 +848,7 @@ static int cmd_link_test(int argc, char **argv)
 	struct mnl_socket *nl;
 	struct nlmsghdr *nlh;
 	struct nlattr *nest;
-	int k, ret = -1;
+	int k, w, ret = -1;
 	ssize_t n = -1;
 
 	if (argc < 1 || (argc - 1) % 2)
@@ -823,18 +870,15 @@ static int cmd_link_test(int argc, char **argv)
 		char *end;
 		unsigned long v = strtoul(argv[k + 1], &end, 10);
 
-		if (*end || !*argv[k + 1]) {
+		for (w = 0; w < (int)ARRAY_SIZE(link_test_words); w++)
+			if (!strcmp(argv[k], link_test_words[w].word))
+				break;
+		if (*end || !*argv[k + 1] || v > UINT32_MAX ||
+		    w == (int)ARRAY_SIZE(link_test_words)) {
 			mnl_socket_close(nl);
 			goto usage;
 		}
-		if (!strcmp(argv[k], "users")) {
-			mnl_attr_put_u32(nlh, AFRDMA_A_LINK_USERS, v);
-		} else if (!strcmp(argv[k], "pages")) {
-			mnl_attr_put_u32(nlh, AFRDMA_A_LINK_AREA_PAGES, v);
-		} else {
-			mnl_socket_close(nl);
-			goto usage;
-		}
+		mnl_attr_put_u32(nlh, link_test_words[w].attr, v);
 	}
 	mnl_attr_nest_end(nlh, nest);
 	if (mnl_socket_sendto(nl, nlh, nlh->nlmsg_len) >= 0)
@@ -843,19 +887,20 @@ static int cmd_link_test(int argc, char **argv)
 		ret = mnl_cb_run(buf, n, nlh->nlmsg_seq, portid, NULL, NULL);
 	if (ret < 0)
 		fprintf(stderr, "afrdma: links test: %s%s\n", strerror(errno),
-			errno == EOPNOTSUPP ? " (net.afrdma.links is 0)" : "");
+			errno == EOPNOTSUPP ? " (net.afrdma.links is 0)" :
+			errno == ENOTCONN ? " (the link is not up yet)" : "");
 	mnl_socket_close(nl);
 	return ret < 0;
 
 usage:
-	fprintf(stderr, "usage: afrdma links test ADDR [users N] [pages N]\n");
+	fprintf(stderr, "usage: afrdma " LINK_TEST_USAGE "\n");
 	return 2;
 }
 
 static void usage(FILE *f)
 {
 	fprintf(f, "Usage: afrdma params | ss [-l|-a] [-e] [-j] [FILTER] | stats [-j] | devices [-j]\n"
-		   "       | links [-j] | links test ADDR [users N] [pages N]\n"
+		   "       | links [-j] | " LINK_TEST_USAGE "\n"
 		   "  params      address family and IPPROTO numbers in effect\n"
 		   "  ss [-l|-a]  sockets (-l: listening only, -a: all), as ss -tni;\n"
 		   "              -e: extended detail, -j: JSON; FILTER as ss's:\n"
@@ -866,10 +911,14 @@ static void usage(FILE *f)
 		   "              namespace's connections on each (-j: JSON)\n"
 		   "  links [-j]  this namespace's links (net.afrdma.links): peer, role,\n"
 		   "              device, state, QPs, connections each end, control\n"
-		   "              messages and bytes each way, chunks/registered bytes\n"
-		   "  links test ADDR [users N] [pages N]\n"
+		   "              messages and bytes each way, chunks/registered bytes,\n"
+		   "              streams established/connecting/half-open\n"
+		   "  links test ADDR ...\n"
 		   "              asks for a link to ADDR with N test users and a test\n"
-		   "              area of N pages (root; for tests until sockets use links)\n");
+		   "              area of N pages; a test listener on PORT with a queue\n"
+		   "              of N (0: none); N streams to PORT, ids from ID; a\n"
+		   "              stream reset, its FIN sent (0: all), a CURSOR sent\n"
+		   "              (root; for tests until sockets use links)\n");
 }
 
 int main(int argc, char **argv)

@@ -41,6 +41,14 @@ MODULE_PARM_DESC(ipproto, "IPPROTO_RDMA under AF_INET/AF_INET6, 257-261 (default
 		 __stringify(AFRDMA_IPPROTO_DEFAULT) ")");
 
 #define AFRDMA_CLOSE_TIMEOUT	(10 * HZ)
+/*
+ * An orphan lives on while its peer keeps taking data, some in every
+ * AFRDMA_CLOSE_TIMEOUT, but never longer than this after the close: it
+ * holds a QP and pinned rings.  TCP has no such cap, but its orphan facing
+ * a closed window gives up after about as long (tcp_probe_timer(): probes
+ * backing off from a 200 ms RTO until one waits TCP_RTO_MAX, about 325 s).
+ */
+#define AFRDMA_ORPHAN_MAX	(5 * 60 * HZ)
 
 /*
  * Fallback timers and orphans; a module-owned queue is flushed before
@@ -344,45 +352,14 @@ static int afrdma_do_bind(struct sock *sk, struct sockaddr_storage *addr)
 	return err;
 }
 
-static int afrdma_bind(struct socket *sock, struct sockaddr *uaddr, int len)
-{
-	struct sock *sk = sock->sk;
-	struct afrdma_sock *ars = afrdma_sk(sk);
-	struct sockaddr_storage addr;
-	unsigned short port;
-	int err;
-
-	err = afrdma_get_addr(sk, uaddr, len, &addr);
-	if (err)
-		return err;
-	/*
-	 * As inet_bind(): net.ipv4.ip_unprivileged_port_start decides.  Below
-	 * 1024 rdma_bind_addr() also wants CAP_NET_BIND_SERVICE in the initial
-	 * user namespace, whatever the sysctl says.
-	 */
-	port = ntohs(*afrdma_addr_port(&addr));
-	if (port && inet_port_requires_bind_service(sock_net(sk), port) &&
-	    !ns_capable(sock_net(sk)->user_ns, CAP_NET_BIND_SERVICE))
-		return -EACCES;
-
-	lock_sock(sk);
-	err = -EINVAL;
-	if (sk->sk_state != TCP_CLOSE || sock->state != SS_UNCONNECTED ||
-	    ars->bound || ars->tcp)
-		goto out;
-	err = afrdma_do_bind(sk, &addr);
-out:
-	release_sock(sk);
-	return err;
-}
-
 /*
- * A connect after a failed one starts afresh, as TCP's may: the last
- * attempt's cm id (rdma_cm takes no second connect on it), connection and
- * TCP socket go.  Returns the cm id, for the caller to destroy with @sk
- * unlocked: its handler takes the lock.  @sk is locked.
+ * What a failed connect left, for a connect, bind or listen after it:
+ * the cm id (rdma_cm takes no second connect on it, and no listen but on
+ * an idle or bound one), connection and TCP socket.  Returns the cm id,
+ * for the caller to destroy with @sk unlocked: its handler takes the
+ * lock.  @sk is locked.
  */
-static struct rdma_cm_id *afrdma_connect_renew(struct sock *sk)
+static struct rdma_cm_id *afrdma_renew_take(struct sock *sk)
 {
 	struct afrdma_sock *ars = afrdma_sk(sk);
 	struct afrdma_conn *conn = ars->conn;
@@ -405,7 +382,82 @@ static struct rdma_cm_id *afrdma_connect_renew(struct sock *sk)
 	WRITE_ONCE(ars->fb_reason, 0);
 	WRITE_ONCE(ars->tcp_only, false);
 	memset(&ars->daddr, 0, sizeof(ars->daddr));
+	/* The listing names no peer for a listener. */
+	xa_lock_bh(afrdma_diag_socks(sk));
+	memset(&ars->diag_dst, 0, sizeof(ars->diag_dst));
+	xa_unlock_bh(afrdma_diag_socks(sk));
 	return id;
+}
+
+/*
+ * A socket whose connect failed is in CLOSE, as TCP's, and starts afresh
+ * for a connect, bind or listen: the last attempt goes, and an address
+ * bind() gave is bound again, on a fresh cm id, as TCP keeps it.  Nothing
+ * to do for a socket that never connected, or has not failed.  Unlocks
+ * @sk meanwhile: the caller checks its state after.  @sk is locked.
+ */
+static int afrdma_renew(struct socket *sock)
+{
+	struct sock *sk = sock->sk;
+	struct afrdma_sock *ars = afrdma_sk(sk);
+	struct sockaddr_storage saddr;
+	struct rdma_cm_id *id;
+	bool bound;
+
+	if (sock->state != SS_UNCONNECTED || sk->sk_state != TCP_CLOSE ||
+	    !ars->daddr.ss_family)
+		return 0;
+	bound = ars->bound;
+	memcpy(&saddr, &ars->saddr, sizeof(saddr));
+	id = afrdma_renew_take(sk);
+	if (id) {
+		release_sock(sk);
+		afrdma_cm_put_id(sk, id);
+		lock_sock(sk);
+	}
+	/* A bound address stays, as TCP's: unless a racing call moved on. */
+	ars->bound = false;
+	if (bound && sk->sk_state == TCP_CLOSE && !ars->cm_id && !ars->tcp)
+		return afrdma_do_bind(sk, &saddr);
+	return 0;
+}
+
+static int afrdma_bind(struct socket *sock, struct sockaddr *uaddr, int len)
+{
+	struct sock *sk = sock->sk;
+	struct afrdma_sock *ars = afrdma_sk(sk);
+	struct sockaddr_storage addr;
+	unsigned short port;
+	int err;
+
+	err = afrdma_get_addr(sk, uaddr, len, &addr);
+	if (err)
+		return err;
+	/*
+	 * As inet_bind(): net.ipv4.ip_unprivileged_port_start decides.  Below
+	 * 1024 rdma_bind_addr() also wants CAP_NET_BIND_SERVICE in the initial
+	 * user namespace, whatever the sysctl says.
+	 */
+	port = ntohs(*afrdma_addr_port(&addr));
+	if (port && inet_port_requires_bind_service(sock_net(sk), port) &&
+	    !ns_capable(sock_net(sk)->user_ns, CAP_NET_BIND_SERVICE))
+		return -EACCES;
+
+	lock_sock(sk);
+	/* One whose connect went to TCP keeps its TCP side: see listen. */
+	if (!afrdma_on_tcp(sk)) {
+		err = afrdma_renew(sock);
+		if (err)
+			goto out;
+	}
+	err = -EINVAL;
+	if (sk->sk_state != TCP_CLOSE || sock->state != SS_UNCONNECTED ||
+	    ars->bound || ars->tcp)
+		goto out;
+	err = afrdma_do_bind(sk, &addr);
+out:
+	release_sock(sk);
+	return err;
 }
 
 static int afrdma_connect(struct socket *sock, struct sockaddr *uaddr,
@@ -413,9 +465,7 @@ static int afrdma_connect(struct socket *sock, struct sockaddr *uaddr,
 {
 	struct sock *sk = sock->sk;
 	struct afrdma_sock *ars = afrdma_sk(sk);
-	struct sockaddr_storage addr, saddr;
-	struct rdma_cm_id *id;
-	bool bound;
+	struct sockaddr_storage addr;
 	long timeo;
 	int err;
 
@@ -424,25 +474,9 @@ static int afrdma_connect(struct socket *sock, struct sockaddr *uaddr,
 		return err;
 
 	lock_sock(sk);
-	if (sock->state == SS_UNCONNECTED && sk->sk_state == TCP_CLOSE &&
-	    ars->daddr.ss_family) {
-		bound = ars->bound;
-		memcpy(&saddr, &ars->saddr, sizeof(saddr));
-		id = afrdma_connect_renew(sk);
-		if (id) {
-			release_sock(sk);
-			afrdma_cm_put_id(sk, id);
-			lock_sock(sk);
-		}
-		/* A bound address stays, as TCP's: unless a racing call moved on. */
-		ars->bound = false;
-		if (bound && sk->sk_state == TCP_CLOSE && !ars->cm_id &&
-		    !ars->tcp) {
-			err = afrdma_do_bind(sk, &saddr);
-			if (err)
-				goto out;
-		}
-	}
+	err = afrdma_renew(sock);
+	if (err)
+		goto out;
 	switch (sock->state) {
 	case SS_CONNECTED:
 		err = -EISCONN;
@@ -533,8 +567,15 @@ static int afrdma_listen(struct socket *sock, int backlog)
 	lock_sock(sk);
 	/*
 	 * A socket whose connect went to TCP belongs to its TCP side, which
-	 * lockless readers follow: a new bind would free it under them.
+	 * lockless readers follow: a new bind would free it under them.  One
+	 * whose RDMA connect failed listens on a fresh cm id.
 	 */
+	if (!afrdma_on_tcp(sk)) {
+		err = afrdma_renew(sock);
+		if (err)
+			goto out;
+		err = -EINVAL;
+	}
 	if (sock->state != SS_UNCONNECTED || afrdma_on_tcp(sk))
 		goto out;
 	if (sk->sk_state == TCP_LISTEN) {
@@ -592,6 +633,7 @@ static int afrdma_accept(AFRDMA_ACCEPT_PARAMS)
 	struct afrdma_sock *ars = afrdma_sk(sk);
 	struct afrdma_sock *child;
 	struct sock *newsk;
+	bool tcp = false;
 	long timeo;
 	int err = 0;
 
@@ -604,6 +646,7 @@ static int afrdma_accept(AFRDMA_ACCEPT_PARAMS)
 			err = afrdma_fb_accept(sk, &newsk);
 			if (!err) {
 				release_sock(sk);
+				tcp = true;
 				goto graft;
 			}
 			if (err != -EAGAIN)
@@ -637,6 +680,9 @@ static int afrdma_accept(AFRDMA_ACCEPT_PARAMS)
 	newsk = &child->inet.sk;
 graft:
 	lock_sock(newsk);
+	/* Not under the listener's lock: see afrdma_fb_accepted(). */
+	if (tcp)
+		afrdma_fb_accepted(newsk);
 	sock_graft(newsk, newsock);
 	afrdma_zc_own_sol_socket(newsock);
 	newsock->state = SS_CONNECTED;
@@ -938,9 +984,43 @@ static void afrdma_orphan_wake(struct sock *sk)
 }
 
 /*
+ * SENDs posted, data and control.  Each takes a credit, which the peer
+ * returns once its reader took data: an orphan's count moves only as the
+ * peer takes its data.  Lockless reads of counters that only grow.
+ */
+static unsigned int afrdma_orphan_posted(const struct afrdma_conn *conn)
+{
+	return READ_ONCE(conn->tx_head) + READ_ONCE(conn->ctrl_head);
+}
+
+/*
+ * At the end of a period of AFRDMA_CLOSE_TIMEOUT: another one if the peer
+ * took data during it (a slow reader is no reason for a reset, as TCP's
+ * persist timer keeps its orphan while the window opens), within
+ * AFRDMA_ORPHAN_MAX of the close.  True if re-armed.  Socket lock.
+ */
+static bool afrdma_orphan_rearm(struct afrdma_sock *ars,
+				const struct afrdma_conn *conn,
+				unsigned long now)
+{
+	unsigned int posted = afrdma_orphan_posted(conn);
+
+	if (posted == ars->orphan_posted ||
+	    !time_before(now, ars->orphan_limit))
+		return false;
+	ars->orphan_posted = posted;
+	ars->orphan_end = now + AFRDMA_CLOSE_TIMEOUT;
+	if (time_after(ars->orphan_end, ars->orphan_limit))
+		ars->orphan_end = ars->orphan_limit;
+	return true;
+}
+
+/*
  * Ends an orphan: once its data and FIN all went (a graceful disconnect),
  * or as a reset when the peer sent data after the close (as TCP does),
- * when the connection broke, or when AFRDMA_CLOSE_TIMEOUT passed.
+ * when the connection broke, when a period of AFRDMA_CLOSE_TIMEOUT passed
+ * in which the peer took none of its data, or AFRDMA_ORPHAN_MAX after the
+ * close.
  */
 static void afrdma_orphan_work(struct work_struct *work)
 {
@@ -949,16 +1029,20 @@ static void afrdma_orphan_work(struct work_struct *work)
 	struct sock *sk = &ars->inet.sk;
 	struct afrdma_conn *conn = ars->conn;
 	struct rdma_cm_id *id = NULL;
+	unsigned long now;
 	bool done;
 
 	lock_sock(sk);
 	if (!ars->orphan)
 		goto out;
-	if (!afrdma_orphan_due(sk) && time_before(jiffies, ars->orphan_end)) {
-		/* Woken early: the bound still holds. */
+	now = jiffies;
+	if (!afrdma_orphan_due(sk) &&
+	    (time_before(now, ars->orphan_end) ||
+	     afrdma_orphan_rearm(ars, conn, now))) {
+		/* Woken early, or the peer is taking data: wait on. */
 		sock_hold(sk);
 		if (!queue_delayed_work(afrdma_wq, &ars->orphan_work,
-					ars->orphan_end - jiffies))
+					ars->orphan_end - now))
 			sock_put(sk);
 		goto out;
 	}
@@ -986,7 +1070,9 @@ out:
 /*
  * close() leaves the rest of the data and the FIN to the background, as
  * TCP's orphans do: the socket lives on without its file until
- * afrdma_orphan_work() ends it, within AFRDMA_CLOSE_TIMEOUT.  Past
+ * afrdma_orphan_work() ends it, at the latest once a period of
+ * AFRDMA_CLOSE_TIMEOUT passed in which the peer took none of its data, or
+ * AFRDMA_ORPHAN_MAX after the close.  Past
  * net.afrdma.max_orphans (as tcp_max_orphans) false: the close is then a
  * reset.  The socket is locked.
  */
@@ -994,13 +1080,16 @@ static bool afrdma_orphan(struct sock *sk)
 {
 	struct afrdma_net *an = afrdma_net(sock_net(sk));
 	struct afrdma_sock *ars = afrdma_sk(sk);
+	unsigned long now = jiffies;
 
 	if (atomic_inc_return(&an->orphans) > READ_ONCE(an->max_orphans)) {
 		atomic_dec(&an->orphans);
 		afrdma_inc_stats(sk, AFRDMA_MIB_ORPHAN_DROPS);
 		return false;
 	}
-	ars->orphan_end = jiffies + AFRDMA_CLOSE_TIMEOUT;
+	ars->orphan_end = now + AFRDMA_CLOSE_TIMEOUT;
+	ars->orphan_limit = now + AFRDMA_ORPHAN_MAX;
+	ars->orphan_posted = afrdma_orphan_posted(ars->conn);
 	write_lock_bh(&sk->sk_callback_lock);
 	WRITE_ONCE(sk->sk_state_change, afrdma_orphan_wake);
 	WRITE_ONCE(sk->sk_data_ready, afrdma_orphan_wake);

@@ -61,6 +61,13 @@
 /* RC's retries and ack timeout (4.096 us << it); see cm.c for why. */
 #define AFRDMA_RC_RETRIES	6
 #define AFRDMA_ACK_TIMEOUT	19
+/*
+ * (retries + 1) ack timeouts, twice over (30 s): a work request RC has
+ * neither completed nor failed for this long sits on a dead peer, or on
+ * one that paces its answers to hold us (keepalive.c, rzc.c).
+ */
+#define AFRDMA_RC_DEAD_MS \
+	(2 * (AFRDMA_RC_RETRIES + 1) * ((4096ULL << AFRDMA_ACK_TIMEOUT) / NSEC_PER_MSEC))
 #define AFRDMA_ZC_MIN		(16 * 1024)
 /* Payload bytes a SEND may carry inline: off by default (Documentation/tuning.rst), at most. */
 #define AFRDMA_INLINE		0
@@ -111,12 +118,13 @@ enum afrdma_mib_field {
 	AFRDMA_MIB_RX_ZEROCOPY_BYTES,
 	AFRDMA_MIB_RX_BOUNCE_READS,	/* READs into a receive buffer */
 	AFRDMA_MIB_ORPHAN_DROPS,	/* closes reset: too many orphans */
-	AFRDMA_MIB_ORPHAN_TIMEOUTS,	/* orphans reset: data not taken in time */
+	AFRDMA_MIB_ORPHAN_TIMEOUTS,	/* orphans reset: their data not taken */
 	AFRDMA_MIB_STALE_RETRIES,	/* connects sent again after a stale REJ */
 	AFRDMA_MIB_HALF_OPEN_DROPS,	/* requests dropped: half-open limits */
 	AFRDMA_MIB_HALF_OPEN_TIMEOUTS,	/* half-open connections timed out */
 	AFRDMA_MIB_MEMORY_DROPS,	/* requests dropped: net.afrdma.mem full */
 	AFRDMA_MIB_GROWTHS_DECLINED,	/* ring growths not made: memory pressure */
+	AFRDMA_MIB_RX_READ_STALLS,	/* resets: a recv's READs made no progress */
 	AFRDMA_MIB_MAX
 };
 
@@ -420,7 +428,9 @@ struct afrdma_sock {
 	struct delayed_work	fb_timer;	/* RDMA setup deadline */
 	/* Closed with data still going (af_rdma.c); socket lock */
 	struct delayed_work	orphan_work;
-	unsigned long		orphan_end;	/* jiffies */
+	unsigned long		orphan_end;	/* jiffies: period's end */
+	unsigned long		orphan_limit;	/* jiffies: no period past it */
+	unsigned int		orphan_posted;	/* SENDs at the period's start */
 	bool			orphan;		/* lockless reads too */
 	/*
 	 * The listing (diag.c): @diag_id is fixed from init to destruct; the
@@ -558,6 +568,7 @@ int afrdma_fb_listen(struct sock *sk, int backlog);
 void afrdma_fb_unlisten(struct sock *sk);
 bool afrdma_fb_acceptable(const struct sock *sk);
 int afrdma_fb_accept(struct sock *lsk, struct sock **newsk);
+void afrdma_fb_accepted(struct sock *sk);
 void afrdma_fb_release(struct sock *sk);
 int afrdma_fb_sendmsg(struct socket *sock, struct msghdr *msg, size_t len);
 int afrdma_fb_recvmsg(struct socket *sock, struct msghdr *msg, size_t len,

@@ -17,7 +17,9 @@
  * listener's lock, because deferring it would need the new id answered
  * later, and only -ENOMEM drops a REQ without a REJ.  A listener's lock is
  * therefore never held across a user copy (sockopt.c copies options in
- * before it locks, and out after).
+ * before it locks, and out after), nor across anything slow: accept()
+ * replays the options on a TCP client's socket after unlocking the
+ * listener, since a TCP_CONGESTION name may load a module (fallback.c).
  *
  * Lock order: the socket, then the handler mutex of its id (afrdma_cm_work()
  * for ROUTE_RESOLVED); the handler mutexes rdma_cm holds for a REQ, then the
@@ -149,7 +151,10 @@ static void afrdma_cm_conn_param(struct rdma_conn_param *param,
 	rdma_set_ack_timeout(conn->cm_id, AFRDMA_ACK_TIMEOUT);
 }
 
-/* The connection attempt is over; the cm id stays until close. */
+/*
+ * The connection attempt is over; the cm id stays until close, or until a
+ * connect, bind or listen after it starts afresh (afrdma_renew()).
+ */
 static void afrdma_cm_fail(struct sock *sk, int err)
 {
 	struct afrdma_sock *ars = afrdma_sk(sk);
@@ -326,7 +331,7 @@ static void afrdma_cm_retry_work(struct work_struct *work)
 		err = afrdma_cm_resolve(sk);
 	if (err) {
 		id = ars->cm_id;
-		/* Failed, not moved to TCP: the id stays until close. */
+		/* Failed, not moved to TCP: the id stays (afrdma_cm_fail()). */
 		if (!afrdma_cm_connect_failed(sk, EHOSTUNREACH,
 					      AFRDMA_FB_NO_DEVICE))
 			id = NULL;
@@ -445,19 +450,22 @@ static int afrdma_cm_established(struct sock *sk, struct rdma_cm_event *ev)
 
 /*
  * The peer is gone.  Drain first, so that a FIN that raced the disconnect
- * is seen: only a disconnect without FIN is a reset.  Unread data stays
- * readable.  After its FIN the socket is in CLOSE_WAIT, as TCP's: the
- * peer's address stays readable until we close.
+ * is seen: only a disconnect without FIN is a reset, and only if nothing
+ * reset the connection before (an error, or our own giving up on a READ:
+ * the peer's disconnect then answers ours).  Unread data stays readable.
+ * After its FIN the socket is in CLOSE_WAIT, as TCP's: the peer's address
+ * stays readable until we close.
  */
 static void afrdma_cm_disconnected(struct sock *sk)
 {
 	struct afrdma_sock *ars = afrdma_sk(sk);
 	struct afrdma_conn *conn = ars->conn;
-	bool fin = false;
+	bool fin = false, was_dead = false;
 
 	/* The receives our disconnect flushes are this reset, counted below. */
 	if (conn) {
 		spin_lock_bh(&conn->lock);
+		was_dead = conn->dead;
 		WRITE_ONCE(conn->peer_gone, true);
 		spin_unlock_bh(&conn->lock);
 	}
@@ -468,7 +476,7 @@ static void afrdma_cm_disconnected(struct sock *sk)
 		WRITE_ONCE(conn->dead, true);
 		spin_unlock_bh(&conn->lock);
 		fin = conn->fin_rcvd;
-		if (!fin) {
+		if (!fin && !was_dead) {
 			afrdma_trace_reset(sk, ECONNRESET, AFRDMA_RST_PEER);
 			WRITE_ONCE(sk->sk_err, ECONNRESET);
 			afrdma_inc_stats(sk, AFRDMA_MIB_RESETS);

@@ -420,13 +420,13 @@ bool afrdma_fb_acceptable(const struct sock *sk)
 
 /*
  * Takes one TCP client off listener @lsk's TCP side, as a new afrdma socket
- * in @newsk.  -EAGAIN when another accept took it first.  @lsk is locked.
+ * in @newsk, for afrdma_fb_accepted() to finish.  -EAGAIN when another
+ * accept took it first.  @lsk is locked: only what needs the listener
+ * happens here (its options are copied by the clone).
  */
 int afrdma_fb_accept(struct sock *lsk, struct sock **newsk)
 {
 	struct afrdma_sock *lars = afrdma_sk(lsk);
-	const struct cred *old;
-	struct afrdma_sock *ars;
 	struct socket *tcp;
 	struct sock *sk;
 	int err;
@@ -439,11 +439,25 @@ int afrdma_fb_accept(struct sock *lsk, struct sock **newsk)
 		sock_release(tcp);
 		return -ENOMEM;
 	}
-	ars = afrdma_sk(sk);
 	afrdma_fb_attach(sk, tcp, lars);
+	*newsk = sk;
+	return 0;
+}
+
+/*
+ * The rest of afrdma_fb_accept(), with the listener unlocked: rdma_cm's
+ * handler waits for a listener's lock (cm.c), and the replay of the
+ * options may sleep long (a TCP_CONGESTION name may load a module, which
+ * runs a user-mode helper).  @sk, the new socket, is locked.
+ */
+void afrdma_fb_accepted(struct sock *sk)
+{
+	struct afrdma_sock *ars = afrdma_sk(sk);
+	const struct cred *old;
+
 	/* The listener's options, with its owner's rights, as TCP's child. */
 	old = override_creds(ars->cred);
-	afrdma_fb_copy_sockopts(sk, tcp);
+	afrdma_fb_copy_sockopts(sk, ars->tcp);
 	revert_creds(old);
 	WRITE_ONCE(ars->fb_reason, AFRDMA_FB_PEER_TCP);
 	WRITE_ONCE(ars->transport, AFRDMA_TRANSPORT_TCP);
@@ -452,8 +466,6 @@ int afrdma_fb_accept(struct sock *lsk, struct sock **newsk)
 	afrdma_inc_stats(sk, AFRDMA_MIB_FALLBACK_PASSIVE);
 	afrdma_inc_stats(sk, AFRDMA_MIB_FALLBACK_REASON +
 			 AFRDMA_FB_PEER_TCP - 1);
-	*newsk = sk;
-	return 0;
 }
 
 /* close(): SO_LINGER goes with it, and TCP closes as TCP does. */

@@ -30,10 +30,6 @@
 
 #include "afrdma.h"
 
-/* (retries + 1) ack timeouts, twice over. */
-#define AFRDMA_PROBE_MAX_MS \
-	(2 * (AFRDMA_RC_RETRIES + 1) * ((4096ULL << AFRDMA_ACK_TIMEOUT) / NSEC_PER_MSEC))
-
 static int afrdma_ka_opt(const struct sock *sk, int name)
 {
 	return READ_ONCE(afrdma_sk(sk)->tcp_opt[afrdma_tcp_opt_index(name)]);
@@ -100,7 +96,7 @@ static void afrdma_ka_timer(struct timer_list *t)
 		dead = (conn->ka_on &&
 			time_after_eq(now, conn->ka_probe_sent + cnt * u_intvl)) ||
 		       time_after_eq(now, conn->ka_probe_sent +
-				     msecs_to_jiffies(AFRDMA_PROBE_MAX_MS));
+				     msecs_to_jiffies(AFRDMA_RC_DEAD_MS));
 		next = now + intvl;
 	} else if (time_before(now, READ_ONCE(conn->ka_last) + idle)) {
 		next = READ_ONCE(conn->ka_last) + idle;

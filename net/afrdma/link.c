@@ -3,8 +3,9 @@
  * Links (Documentation/links.rst, step 3): setup and teardown by rdma_cm,
  * the control messages (link_msg.h), idle expiry, and the chunks of
  * registered memory that ring areas (link_area.c) are carved from.  Only
- * while net.afrdma.links is 1; nothing uses a link for connections yet,
- * AFRDMA_CMD_LINK_TEST asks for one (nl_link.c).
+ * while net.afrdma.links is 1; the streams a link carries are stream.c's,
+ * sockets do not use links yet, AFRDMA_CMD_LINK_TEST asks for one
+ * (nl_link.c).
  *
  * rdma_cm's handler only records what happened, under the link's @lock,
  * and queues the link's work on afrdma's work queue, which does the rest
@@ -36,6 +37,7 @@ enum {
 	AFRDMA_LINK_EV_TEST,		/* the test area's size changed */
 	AFRDMA_LINK_EV_TIMER,
 	AFRDMA_LINK_EV_CLOSE,		/* it failed or the peer closed it */
+	AFRDMA_LINK_EV_STREAMS,		/* stream.c has work: messages, retries */
 };
 
 static void afrdma_link_work(struct work_struct *work);
@@ -72,8 +74,31 @@ static void afrdma_link_kick_locked(struct afrdma_link *link, int ev)
 		kref_put(&link->ref, afrdma_link_release);
 }
 
+void afrdma_link_kick_streams_locked(struct afrdma_link *link)
+{
+	afrdma_link_kick_locked(link, AFRDMA_LINK_EV_STREAMS);
+}
+
+/* Our user count changed by @delta: the peer is told, idleness checked. */
+void afrdma_link_users_locked(struct afrdma_link *link, int delta)
+{
+	link->users += delta;
+	link->want_use = true;
+	afrdma_link_kick_locked(link, AFRDMA_LINK_EV_USERS);
+}
+
+bool afrdma_link_is_up(struct afrdma_link *link)
+{
+	bool up;
+
+	spin_lock_bh(&link->lock);
+	up = link->state == AFRDMA_LINK_STATE_UP;
+	spin_unlock_bh(&link->lock);
+	return up;
+}
+
 /* The link broke (a completion, a bad message): it goes.  Any context. */
-static void afrdma_link_fail(struct afrdma_link *link, int err)
+void afrdma_link_fail(struct afrdma_link *link, int err)
 {
 	spin_lock_bh(&link->lock);
 	if (!link->cm_status)
@@ -130,14 +155,23 @@ static int afrdma_link_post_rx(struct afrdma_link *link, unsigned int i)
 }
 
 /*
- * Posts what is due: our HELLO once the connection is established, then
- * USE when our user count changed or when half our receives are owed to
- * the peer.  The last credit goes only to a message that returns some,
- * so two ends short of credits always get them back.  link->lock held.
+ * Whether a message other than HELLO may use a credit: the last goes only
+ * to a message that returns some, so two ends short of credits always
+ * get them back.  link->lock held.
  */
-static void afrdma_link_flush_locked(struct afrdma_link *link)
+static bool afrdma_link_may_send_locked(struct afrdma_link *link)
 {
-	struct afrdma_link_msg hello = {};
+	return link->tx_credits > 1 || (link->tx_credits == 1 && link->rx_owed);
+}
+
+/*
+ * Posts what is due: our HELLO once the connection is established, then
+ * the streams' messages (stream.c), then USE when our user count changed
+ * or when half our receives are owed to the peer.  link->lock held.
+ */
+void afrdma_link_flush_locked(struct afrdma_link *link)
+{
+	struct afrdma_link_msg hello = {}, sm;
 	struct afrdma_link_tx *tx;
 	struct ib_sge sge;
 	struct ib_send_wr wr = {
@@ -167,10 +201,14 @@ static void afrdma_link_flush_locked(struct afrdma_link *link)
 						      link->seq, &hello);
 			link->hello_sent = true;
 		} else if (link->state == AFRDMA_LINK_STATE_UP &&
+			   afrdma_link_may_send_locked(link) &&
+			   afrdma_stream_tx_locked(link, &sm)) {
+			len = afrdma_link_build_msg(buf, link->rx_owed, link->seq,
+						    &sm);
+		} else if (link->state == AFRDMA_LINK_STATE_UP &&
 			   (link->want_use ||
 			    link->rx_owed >= AFRDMA_LINK_RX / 2) &&
-			   (link->tx_credits > 1 ||
-			    (link->tx_credits == 1 && link->rx_owed))) {
+			   afrdma_link_may_send_locked(link)) {
 			len = afrdma_link_build_use(buf, link->rx_owed,
 						    link->seq, link->users);
 			link->want_use = false;
@@ -199,11 +237,16 @@ static void afrdma_link_flush_locked(struct afrdma_link *link)
 	}
 }
 
-/* A message from the peer.  link->lock held; -EPROTO: the link goes. */
+/*
+ * A message from the peer.  link->lock held; -EPROTO: the link goes.  1:
+ * a stream message, queued for the link's work, whose receive is owed to
+ * the peer only once the work handled it.
+ */
 static int afrdma_link_rx_msg_locked(struct afrdma_link *link,
 				     const struct afrdma_link_msg *m)
 {
 	unsigned int credits = m->credits;
+	int ret = 0;
 
 	switch (m->type) {
 	case AFRDMA_LINK_MSG_HELLO:
@@ -225,13 +268,16 @@ static int afrdma_link_rx_msg_locked(struct afrdma_link *link,
 		}
 		break;
 	default:
-		return -EPROTO;
+		ret = afrdma_stream_rx_locked(link, m);
+		if (ret < 0)
+			return ret;
+		break;
 	}
 	/* More than we posted can never be owed to us. */
 	if (link->tx_credits + credits > AFRDMA_LINK_MAX_CREDITS)
 		return -EPROTO;
 	link->tx_credits += credits;
-	return 0;
+	return ret;
 }
 
 static void afrdma_link_rx_done(struct ib_cq *cq, struct ib_wc *wc)
@@ -240,9 +286,9 @@ static void afrdma_link_rx_done(struct ib_cq *cq, struct ib_wc *wc)
 						 struct afrdma_link_rx, cqe);
 	struct afrdma_link *link = rx->link;
 	struct afrdma_link_msg m;
+	int err, queued = 0;
 	void *buf;
 	u64 dma;
-	int err;
 
 	/* A flush outside teardown is a QP that broke: fail checks. */
 	if (wc->status != IB_WC_SUCCESS) {
@@ -255,8 +301,10 @@ static void afrdma_link_rx_done(struct ib_cq *cq, struct ib_wc *wc)
 	err = afrdma_link_parse(buf, wc->byte_len, &m);
 
 	spin_lock_bh(&link->lock);
-	if (!err)
-		err = afrdma_link_rx_msg_locked(link, &m);
+	if (!err) {
+		queued = afrdma_link_rx_msg_locked(link, &m);
+		err = min(queued, 0);
+	}
 	if (!err && link->state != AFRDMA_LINK_STATE_CLOSED)
 		err = afrdma_link_post_rx(link, rx->i);
 	if (err) {
@@ -266,7 +314,8 @@ static void afrdma_link_rx_done(struct ib_cq *cq, struct ib_wc *wc)
 	} else {
 		link->rx_msgs++;
 		link->rx_bytes += wc->byte_len;
-		link->rx_owed++;
+		if (!queued)
+			link->rx_owed++;
 		afrdma_link_flush_locked(link);
 	}
 	spin_unlock_bh(&link->lock);
@@ -336,10 +385,11 @@ static struct afrdma_link *afrdma_link_alloc(struct afrdma_link_net *ln,
 	}
 	/* The receive every end keeps for the peer's HELLO */
 	link->tx_credits = 1;
-	link->state = passive ? AFRDMA_LINK_STATE_CONNECTING :
-				AFRDMA_LINK_STATE_RESOLVING;
+	WRITE_ONCE(link->state, passive ? AFRDMA_LINK_STATE_CONNECTING :
+					  AFRDMA_LINK_STATE_RESOLVING);
 	INIT_WORK(&link->work, afrdma_link_work);
 	INIT_DELAYED_WORK(&link->timer, afrdma_link_timer);
+	afrdma_streams_init(link);
 	return link;
 }
 
@@ -433,7 +483,14 @@ static int afrdma_link_chunk_add(struct afrdma_link *link)
 	reg.key = chunk->mr->rkey;
 	link->chunks[c] = chunk;
 	n = afrdma_link_reg_wait(link, &reg.wr);
-	return n ? n : c;
+	if (n)
+		return n;
+	/* The peer hears of it before any area in it is offered. */
+	spin_lock_bh(&link->lock);
+	afrdma_stream_chunk_added_locked(link, c, chunk->mr->rkey,
+					 chunk->mr->iova);
+	spin_unlock_bh(&link->lock);
+	return c;
 
 free:
 	afrdma_link_chunk_free(link, chunk);
@@ -455,6 +512,9 @@ static int afrdma_link_chunk_remove(struct afrdma_link *link, unsigned int c)
 	};
 	int err;
 
+	spin_lock_bh(&link->lock);
+	afrdma_stream_chunk_removed_locked(link, c);
+	spin_unlock_bh(&link->lock);
 	err = afrdma_link_reg_wait(link, &inv);
 	if (err)
 		return err;	/* teardown frees it after the drain */
@@ -464,9 +524,9 @@ static int afrdma_link_chunk_remove(struct afrdma_link *link, unsigned int c)
 	return 0;
 }
 
-/* A ring area of 2^@order pages, a chunk added if none has room. */
-static int afrdma_link_area_get(struct afrdma_link *link, unsigned int order,
-				struct afrdma_area *area)
+/* A ring area of 2^@order pages, a chunk added if none has room.  @mutex held. */
+int afrdma_link_area_get(struct afrdma_link *link, unsigned int order,
+			 struct afrdma_area *area)
 {
 	int err, c;
 
@@ -479,8 +539,9 @@ static int afrdma_link_area_get(struct afrdma_link *link, unsigned int order,
 	return afrdma_area_alloc(&link->areas, order, area);
 }
 
-static int afrdma_link_area_put(struct afrdma_link *link,
-				const struct afrdma_area *area)
+/* Returns an area; its chunk goes if it was the last.  @mutex held. */
+int afrdma_link_area_put(struct afrdma_link *link,
+			 const struct afrdma_area *area)
 {
 	int ret = afrdma_area_free(&link->areas, area);
 
@@ -568,7 +629,7 @@ static void afrdma_link_teardown(struct afrdma_link *link)
 		return;
 	}
 	connected = link->peer_up;
-	link->state = AFRDMA_LINK_STATE_CLOSED;
+	WRITE_ONCE(link->state, AFRDMA_LINK_STATE_CLOSED);
 	link->qp_ready = false;
 	link->events = 0;
 	why = link->cm_status;
@@ -582,6 +643,7 @@ static void afrdma_link_teardown(struct afrdma_link *link)
 		ib_drain_qp(link->qp);
 	}
 	/* The MRs before the PD, after the drain: no write lands any more. */
+	afrdma_streams_destroy(link);
 	afrdma_link_areas_free(link);
 	if (link->qp) {
 		rdma_destroy_qp(link->cm_id);
@@ -753,7 +815,7 @@ static int afrdma_link_connect(struct afrdma_link *link)
 	if (err)
 		return err;
 	spin_lock_bh(&link->lock);
-	link->state = AFRDMA_LINK_STATE_CONNECTING;
+	WRITE_ONCE(link->state, AFRDMA_LINK_STATE_CONNECTING);
 	spin_unlock_bh(&link->lock);
 	afrdma_link_conn_param(link, &param, &priv);
 	return rdma_connect(link->cm_id, &param);
@@ -773,7 +835,7 @@ static int afrdma_link_progress(struct afrdma_link *link)
 
 	spin_lock_bh(&link->lock);
 	if (link->peer_up && link->state == AFRDMA_LINK_STATE_CONNECTING)
-		link->state = AFRDMA_LINK_STATE_HELLO;
+		WRITE_ONCE(link->state, AFRDMA_LINK_STATE_HELLO);
 	/* our HELLO goes first: the peer's may have come already */
 	afrdma_link_flush_locked(link);
 	if (link->state == AFRDMA_LINK_STATE_HELLO && link->hello_sent &&
@@ -791,7 +853,7 @@ static int afrdma_link_progress(struct afrdma_link *link)
 		link->half_open = false;
 		spin_unlock_bh(&ln->lock);
 		spin_lock_bh(&link->lock);
-		link->state = AFRDMA_LINK_STATE_UP;
+		WRITE_ONCE(link->state, AFRDMA_LINK_STATE_UP);
 		/* The peer believes we have none until told. */
 		link->want_use = link->users;
 		spin_unlock_bh(&link->lock);
@@ -866,6 +928,9 @@ static void afrdma_link_work(struct work_struct *work)
 		err = afrdma_link_test_area(link);
 	if (!err && ev & BIT(AFRDMA_LINK_EV_TIMER))
 		err = afrdma_link_timer_check(link);
+	/* Any event may have brought the link up with stream messages queued. */
+	if (!err && ev && afrdma_link_is_up(link))
+		err = afrdma_stream_work(link);
 	if (err) {
 		spin_lock_bh(&link->lock);
 		if (!link->cm_status)
@@ -1080,13 +1145,15 @@ static struct afrdma_link *afrdma_link_open(struct afrdma_link_net *ln,
 /*
  * AFRDMA_CMD_LINK_TEST: the active link to @peer, set up unless there is
  * one, with @users test users and a test area of @pages pages (each < 0:
- * unchanged).
+ * unchanged), and what @st asks of the namespace's test listeners and of
+ * the link's streams (stream.c).
  */
 int afrdma_link_test(struct net *net, const struct sockaddr_storage *peer,
-		     int users, int pages)
+		     int users, int pages, const struct afrdma_stream_test *st)
 {
 	struct afrdma_link_net *ln = &afrdma_net(net)->lnk;
 	struct afrdma_link *link = NULL, *l;
+	int err;
 
 	spin_lock_bh(&ln->lock);
 	if (!ln->on) {
@@ -1102,6 +1169,11 @@ int afrdma_link_test(struct net *net, const struct sockaddr_storage *peer,
 		}
 	}
 	spin_unlock_bh(&ln->lock);
+	if (st->listen_port >= 0) {
+		err = afrdma_stream_test_listen(ln, st);
+		if (err)
+			return err;
+	}
 	if (!link) {
 		link = afrdma_link_open(ln, peer);
 		if (IS_ERR(link))
@@ -1120,8 +1192,9 @@ int afrdma_link_test(struct net *net, const struct sockaddr_storage *peer,
 		afrdma_link_kick_locked(link, AFRDMA_LINK_EV_TEST);
 	}
 	spin_unlock_bh(&link->lock);
+	err = afrdma_stream_test(link, st);
 	afrdma_link_put(link);
-	return 0;
+	return err;
 }
 
 /* The first link of @ln whose id is @id or more, held; NULL past the end. */
@@ -1158,6 +1231,7 @@ void afrdma_link_info(struct afrdma_link *link, struct afrdma_link_info *info)
 	info->idle_ms = link->state == AFRDMA_LINK_STATE_UP && link->idle ?
 			jiffies_to_msecs(jiffies - link->idle_start) : 0;
 	memcpy(info->dev_name, link->dev_name, sizeof(info->dev_name));
+	afrdma_stream_info_locked(link, info);
 	spin_unlock_bh(&link->lock);
 	/* link_area.h: these two may be read without the link's mutex */
 	info->chunks = READ_ONCE(link->areas.nr_chunks);
@@ -1199,6 +1273,7 @@ static void afrdma_link_stop(struct afrdma_link_net *ln)
 		ln->listen[i] = NULL;
 	}
 	afrdma_link_close_all(ln);
+	afrdma_stream_listeners_flush(ln);
 }
 
 /* The listeners on link_port, IPv4 and (where it can) IPv6.  ln->mutex held. */
@@ -1294,6 +1369,7 @@ void afrdma_link_net_init(struct afrdma_link_net *ln, struct net *net)
 	mutex_init(&ln->mutex);
 	spin_lock_init(&ln->lock);
 	INIT_LIST_HEAD(&ln->links);
+	INIT_LIST_HEAD(&ln->stream_listeners);
 }
 
 void afrdma_link_net_exit(struct afrdma_link_net *ln)

@@ -21,6 +21,7 @@
 
 #include "link_area.h"
 #include "link_msg.h"
+#include "stream.h"
 
 #define AFRDMA_LINK_RX		16	/* control receives posted */
 #define AFRDMA_LINK_TX		8	/* control SENDs in flight */
@@ -50,7 +51,8 @@ enum afrdma_link_kind {
  * A namespace's links, in its struct afrdma_net.  @mutex serializes the
  * switch (listeners up or down); @lock, a BH lock never held across a
  * call that sleeps, covers @links, @next_id, @half_open and @on, which
- * the listeners' rdma_cm handler reads.
+ * the listeners' rdma_cm handler reads, and the stream listeners
+ * (stream.h).
  */
 struct afrdma_link_net {
 	u8			kind;		/* AFRDMA_LINK_KIND_LISTENER */
@@ -62,6 +64,7 @@ struct afrdma_link_net {
 	u32			next_id;
 	unsigned int		half_open;
 	bool			on;
+	struct list_head	stream_listeners; /* struct afrdma_stream_listener */
 };
 
 struct afrdma_link_rx {
@@ -94,7 +97,8 @@ struct afrdma_link_chunk {
  * under it.  @lock, a BH lock (completions run in softirq), covers
  * @state, the events recorded for @work, the send ring, credits and the
  * counters.  The rdma_cm handler takes @lock only, never @mutex, so that
- * rdma_destroy_id() under @mutex cannot wait on it.
+ * rdma_destroy_id() under @mutex cannot wait on it.  @state changes only
+ * under both, with WRITE_ONCE(): @work may read it under @mutex alone.
  */
 struct afrdma_link {
 	u8			kind;		/* AFRDMA_LINK_KIND_LINK */
@@ -155,6 +159,7 @@ struct afrdma_link {
 	bool			idle;		/* up, and no users either end */
 	unsigned long		idle_start;	/* jiffies */
 	unsigned long		deadline;	/* jiffies: setup, or expiry */
+	struct afrdma_link_streams streams;	/* stream.h says its locking */
 	u64			tx_msgs;
 	u64			rx_msgs;
 	u64			tx_bytes;
@@ -179,6 +184,16 @@ struct afrdma_link_info {
 	u64			rx_bytes;
 	unsigned int		idle_ms;
 	char			dev_name[IB_DEVICE_NAME_MAX];
+	unsigned int		streams;
+	unsigned int		streams_est;
+	unsigned int		streams_syn;
+	unsigned int		streams_half_open;
+	u64			streams_opened;
+	u64			streams_refused;
+	u64			streams_busy;
+	u64			streams_resets;
+	u64			streams_fins;
+	u64			streams_errors;
 };
 
 struct afrdma_net;
@@ -191,7 +206,17 @@ void afrdma_link_net_exit(struct afrdma_link_net *ln);
 int afrdma_link_switch(struct afrdma_link_net *ln, bool on);
 void afrdma_link_device_removed(struct afrdma_device *dev);
 int afrdma_link_test(struct net *net, const struct sockaddr_storage *peer,
-		     int users, int pages);
+		     int users, int pages, const struct afrdma_stream_test *st);
+/* For stream.c: the link's own, which it calls with what they say held. */
+void afrdma_link_kick_streams_locked(struct afrdma_link *link);
+void afrdma_link_fail(struct afrdma_link *link, int err);
+void afrdma_link_flush_locked(struct afrdma_link *link);
+void afrdma_link_users_locked(struct afrdma_link *link, int delta);
+bool afrdma_link_is_up(struct afrdma_link *link);
+int afrdma_link_area_get(struct afrdma_link *link, unsigned int order,
+			 struct afrdma_area *area);
+int afrdma_link_area_put(struct afrdma_link *link,
+			 const struct afrdma_area *area);
 struct afrdma_link *afrdma_link_next(struct afrdma_link_net *ln, u32 id);
 void afrdma_link_put(struct afrdma_link *link);
 void afrdma_link_info(struct afrdma_link *link, struct afrdma_link_info *info);

@@ -19,6 +19,29 @@ enum {
 	AFRDMA_NLLINK_NEXT,	/* the id of the link the next chunk starts at */
 };
 
+static int afrdma_nllink_fill_streams(struct sk_buff *skb,
+				      const struct afrdma_link_info *info)
+{
+	return nla_put_u32(skb, AFRDMA_A_LINK_STREAMS, info->streams) ||
+	       nla_put_u32(skb, AFRDMA_A_LINK_STREAMS_EST, info->streams_est) ||
+	       nla_put_u32(skb, AFRDMA_A_LINK_STREAMS_SYN, info->streams_syn) ||
+	       nla_put_u32(skb, AFRDMA_A_LINK_STREAMS_HALF_OPEN,
+			   info->streams_half_open) ||
+	       nla_put_u64_64bit(skb, AFRDMA_A_LINK_STREAMS_OPENED,
+				 info->streams_opened, AFRDMA_A_LINK_PAD) ||
+	       nla_put_u64_64bit(skb, AFRDMA_A_LINK_STREAMS_REFUSED,
+				 info->streams_refused, AFRDMA_A_LINK_PAD) ||
+	       nla_put_u64_64bit(skb, AFRDMA_A_LINK_STREAMS_BUSY,
+				 info->streams_busy, AFRDMA_A_LINK_PAD) ||
+	       nla_put_u64_64bit(skb, AFRDMA_A_LINK_STREAMS_RESETS,
+				 info->streams_resets, AFRDMA_A_LINK_PAD) ||
+	       nla_put_u64_64bit(skb, AFRDMA_A_LINK_STREAMS_FINS,
+				 info->streams_fins, AFRDMA_A_LINK_PAD) ||
+	       nla_put_u64_64bit(skb, AFRDMA_A_LINK_STREAMS_ERRORS,
+				 info->streams_errors, AFRDMA_A_LINK_PAD) ?
+	       -EMSGSIZE : 0;
+}
+
 static int afrdma_nllink_fill(struct sk_buff *skb, struct netlink_callback *cb,
 			      struct afrdma_link *link, bool admin)
 {
@@ -61,7 +84,8 @@ static int afrdma_nllink_fill(struct sk_buff *skb, struct netlink_callback *cb,
 	    nla_put_u64_64bit(skb, AFRDMA_A_LINK_MEM_BYTES, info.mem_bytes,
 			      AFRDMA_A_LINK_PAD) ||
 	    nla_put_u32(skb, AFRDMA_A_LINK_AREA_PAGES, info.area_pages) ||
-	    nla_put_u32(skb, AFRDMA_A_LINK_IDLE_MS, info.idle_ms))
+	    nla_put_u32(skb, AFRDMA_A_LINK_IDLE_MS, info.idle_ms) ||
+	    afrdma_nllink_fill_streams(skb, &info))
 		goto cancel;
 	nla_nest_end(skb, nest);
 	genlmsg_end(skb, hdr);
@@ -96,13 +120,43 @@ static const struct nla_policy afrdma_nllink_policy[AFRDMA_A_LINK_MAX + 1] = {
 					    .len = sizeof(struct sockaddr_in6) },
 	[AFRDMA_A_LINK_USERS]		= { .type = NLA_U32 },
 	[AFRDMA_A_LINK_AREA_PAGES]	= { .type = NLA_U32 },
+	[AFRDMA_A_LINK_TEST_LISTEN]	= NLA_POLICY_RANGE(NLA_U32, 1, 65535),
+	[AFRDMA_A_LINK_TEST_BACKLOG]	= NLA_POLICY_MAX(NLA_U32, 65535),
+	[AFRDMA_A_LINK_TEST_PORT]	= NLA_POLICY_RANGE(NLA_U32, 1, 65535),
+	[AFRDMA_A_LINK_TEST_STREAMS]	= NLA_POLICY_RANGE(NLA_U32, 1, 1024),
+	[AFRDMA_A_LINK_TEST_FIRST_ID]	= NLA_POLICY_MIN(NLA_U32, 1),
+	[AFRDMA_A_LINK_TEST_RESET]	= NLA_POLICY_MIN(NLA_U32, 1),
+	[AFRDMA_A_LINK_TEST_FIN]	= { .type = NLA_U32 },
+	[AFRDMA_A_LINK_TEST_CURSOR]	= NLA_POLICY_MIN(NLA_U32, 1),
+	[AFRDMA_A_LINK_TEST_VALUE]	= { .type = NLA_U32 },
 };
+
+/* An attribute of AFRDMA_CMD_LINK_TEST, or @none if not given. */
+static s64 afrdma_nllink_u32(struct nlattr **tb, int type, s64 none)
+{
+	return tb[type] ? nla_get_u32(tb[type]) : none;
+}
+
+static void afrdma_nllink_stream_test(struct nlattr **tb,
+				      struct afrdma_stream_test *t)
+{
+	t->listen_port = afrdma_nllink_u32(tb, AFRDMA_A_LINK_TEST_LISTEN, -1);
+	t->backlog = afrdma_nllink_u32(tb, AFRDMA_A_LINK_TEST_BACKLOG, 16);
+	t->connect_port = afrdma_nllink_u32(tb, AFRDMA_A_LINK_TEST_PORT, -1);
+	t->count = afrdma_nllink_u32(tb, AFRDMA_A_LINK_TEST_STREAMS, 1);
+	t->first_id = afrdma_nllink_u32(tb, AFRDMA_A_LINK_TEST_FIRST_ID, -1);
+	t->reset_id = afrdma_nllink_u32(tb, AFRDMA_A_LINK_TEST_RESET, -1);
+	t->fin_id = afrdma_nllink_u32(tb, AFRDMA_A_LINK_TEST_FIN, -1);
+	t->cursor_id = afrdma_nllink_u32(tb, AFRDMA_A_LINK_TEST_CURSOR, -1);
+	t->cursor_value = afrdma_nllink_u32(tb, AFRDMA_A_LINK_TEST_VALUE, 0);
+}
 
 int afrdma_link_nl_test(struct sk_buff *skb, struct genl_info *info)
 {
 	struct nlattr *tb[AFRDMA_A_LINK_MAX + 1];
 	struct sockaddr_storage peer = {};
 	int users = -1, pages = -1, err;
+	struct afrdma_stream_test st;
 	struct nlattr *a;
 	size_t len;
 
@@ -138,8 +192,13 @@ int afrdma_link_nl_test(struct sk_buff *skb, struct genl_info *info)
 		if (pages < 0 || pages > 1 << AFRDMA_LINK_CHUNK_ORDER)
 			return -ERANGE;
 	}
-	err = afrdma_link_test(genl_info_net(info), &peer, users, pages);
+	afrdma_nllink_stream_test(tb, &st);
+	err = afrdma_link_test(genl_info_net(info), &peer, users, pages, &st);
 	if (err == -EOPNOTSUPP)
 		NL_SET_ERR_MSG(info->extack, "net.afrdma.links is 0");
+	else if (err == -ENOTCONN)
+		NL_SET_ERR_MSG(info->extack, "the link is not up yet");
+	else if (err == -ENOENT)
+		NL_SET_ERR_MSG(info->extack, "no such stream");
 	return err;
 }

@@ -30,8 +30,15 @@
  * pool, so no peer can read memory that went back to the program.
  *
  * The reading recv waits for its READs with the socket locked, as
- * teardown waits for the drain: RC bounds the wait (retries, then an
- * error completion), and the pages must not go before the HCA is done.
+ * teardown waits for the drain: the pages must not go before the HCA is
+ * done with them.  RC bounds that wait only against a silent peer (its
+ * retries, then an error completion); one that answers each READ slowly,
+ * every packet within the ack timeout, would hold the reader and the lock
+ * for as long as it liked.  So the wait is killable, and bounded by
+ * AFRDMA_RC_DEAD_MS without any READ of the round completing: either
+ * resets the connection, whose QP goes to the error state, and the reader
+ * still waits for the flushed completions (local, and quick) before it
+ * returns.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -397,10 +404,71 @@ static void afrdma_rzc_read_done(struct ib_cq *cq, struct ib_wc *wc)
 }
 
 /*
+ * Gives up on the READs in flight: the connection is reset, the peer told
+ * (a disconnect, as afrdma_conn_abort() sends) and the QP moved to the
+ * error state, which flushes them.  @killed: our reader got a fatal
+ * signal, a local reset; otherwise none of its READs completed within
+ * AFRDMA_RC_DEAD_MS, which counts as a dead peer.  Owner, socket locked.
+ */
+static void afrdma_rzc_abort(struct afrdma_conn *conn, bool killed)
+{
+	struct ib_qp_attr attr = { .qp_state = IB_QPS_ERR };
+	struct sock *sk = conn->sk;
+	struct rdma_cm_id *id;
+	bool was_dead;
+
+	spin_lock_bh(&conn->lock);
+	was_dead = conn->dead;
+	WRITE_ONCE(conn->dead, true);
+	spin_unlock_bh(&conn->lock);
+	if (!was_dead) {
+		if (!killed) {
+			afrdma_inc_stats(sk, AFRDMA_MIB_RESETS);
+			afrdma_inc_stats(sk, AFRDMA_MIB_RX_READ_STALLS);
+		}
+		afrdma_trace_reset(sk, ECONNRESET, killed ? AFRDMA_RST_LOCAL :
+							    AFRDMA_RST_READ_STALL);
+	}
+	id = afrdma_sk(sk)->cm_id;
+	if (id)
+		afrdma_conn_disconnect(sk, id);
+	/* rdma_disconnect() may have done it; a QP in error takes it again. */
+	ib_modify_qp(conn->qp, &attr, IB_QP_STATE);
+	WRITE_ONCE(sk->sk_err, ECONNRESET);
+	sk_error_report(sk);
+}
+
+/*
+ * Waits for @rd's READs, killably, as long as one completes at least every
+ * AFRDMA_RC_DEAD_MS: a large region read at any healthy pace never trips
+ * that.  Otherwise resets the connection and waits for the flushes.
+ */
+static int afrdma_rzc_wait(struct afrdma_conn *conn, struct afrdma_rzc_read *rd)
+{
+	unsigned long bound = msecs_to_jiffies(AFRDMA_RC_DEAD_MS);
+	int left = atomic_read(&rd->left), now;
+	long ret;
+
+	for (;;) {
+		ret = wait_for_completion_killable_timeout(&rd->done, bound);
+		if (ret > 0)
+			return 0;
+		now = atomic_read(&rd->left);
+		if (ret < 0 || now == left)
+			break;
+		left = now;
+	}
+	afrdma_rzc_abort(conn, ret < 0);
+	wait_for_completion(&rd->done);
+	return -ECONNRESET;
+}
+
+/*
  * READs @nsge local entries from @raddr on, at most conn->rd_sge per
  * READ, and waits for every one: the HCA must be done with the pages
  * before they go.  A failed READ (a bad rkey: the peer's fault) leaves
- * the QP in error, which resets the connection.
+ * the QP in error, which resets the connection; so does a wait that
+ * afrdma_rzc_wait() gives up.
  */
 static int afrdma_rzc_read(struct afrdma_conn *conn, struct ib_sge *sge,
 			   unsigned int nsge, u64 raddr, u32 rkey)
@@ -442,8 +510,8 @@ static int afrdma_rzc_read(struct afrdma_conn *conn, struct ib_sge *sge,
 			break;
 		}
 	}
-	if (!atomic_dec_and_test(&rd.left))
-		wait_for_completion(&rd.done);
+	if (!atomic_dec_and_test(&rd.left) && afrdma_rzc_wait(conn, &rd))
+		return -ECONNRESET;
 	return rd.failed ? -ECONNRESET : err;
 }
 

@@ -53,6 +53,7 @@ static const char * const afrdma_mib_names[AFRDMA_MIB_MAX] = {
 	[AFRDMA_MIB_HALF_OPEN_TIMEOUTS]	= "HalfOpenTimeouts",
 	[AFRDMA_MIB_MEMORY_DROPS]	= "MemoryDrops",
 	[AFRDMA_MIB_GROWTHS_DECLINED]	= "GrowthsDeclined",
+	[AFRDMA_MIB_RX_READ_STALLS]	= "RxReadStalls",
 };
 
 const char *afrdma_stats_name(unsigned int i)

@@ -11,9 +11,11 @@
 /* Why a connection was reset: afrdma_reset's cause. */
 enum afrdma_reset_cause {
 	AFRDMA_RST_PEER,	/* peer disconnected without a FIN */
-	AFRDMA_RST_LOCAL,	/* close() with unread data or SO_LINGER 0 */
+	/* close() with unread data or SO_LINGER 0; a killed READ (rzc.c) */
+	AFRDMA_RST_LOCAL,
 	AFRDMA_RST_DEVICE,	/* the RDMA device went away */
 	AFRDMA_RST_ERROR,	/* completion or protocol error, dead peer */
+	AFRDMA_RST_READ_STALL,	/* a recv's READs made no progress (rzc.c) */
 };
 
 void afrdma_set_state(struct sock *sk, int state);
@@ -57,6 +59,7 @@ TRACE_DEFINE_ENUM(AFRDMA_RST_PEER);
 TRACE_DEFINE_ENUM(AFRDMA_RST_LOCAL);
 TRACE_DEFINE_ENUM(AFRDMA_RST_DEVICE);
 TRACE_DEFINE_ENUM(AFRDMA_RST_ERROR);
+TRACE_DEFINE_ENUM(AFRDMA_RST_READ_STALL);
 
 #define afrdma_show_state(s)					\
 	__print_symbolic(s,					\
@@ -90,7 +93,8 @@ TRACE_DEFINE_ENUM(AFRDMA_RST_ERROR);
 			 { AFRDMA_RST_PEER, "peer" },		\
 			 { AFRDMA_RST_LOCAL, "local" },		\
 			 { AFRDMA_RST_DEVICE, "device" },	\
-			 { AFRDMA_RST_ERROR, "error" })
+			 { AFRDMA_RST_ERROR, "error" },		\
+			 { AFRDMA_RST_READ_STALL, "read_stall" })
 
 /* A socket's state moved; see afrdma_set_state(). */
 TRACE_EVENT(afrdma_state,

@@ -197,7 +197,14 @@ enum {
  * not expire); AFRDMA_A_LINK_AREA_PAGES, if given, how many pages of the
  * link's registered memory a test area holds (0: none).  The answer comes
  * before the link is up: the dump shows its progress.  EOPNOTSUPP while
- * net.afrdma.links is 0.
+ * net.afrdma.links is 0.  The AFRDMA_A_LINK_TEST_* attributes ask for
+ * streams (links.rst, step 4b), on the link once it is up (ENOTCONN
+ * before): TEST_LISTEN starts a test listener of the namespace on a port,
+ * with a queue of TEST_BACKLOG streams (default 16; 0 stops it), which
+ * it never takes; TEST_PORT opens TEST_STREAMS streams (default 1) to a
+ * port of the peer, their ids from TEST_FIRST_ID if given; TEST_RESET
+ * resets a stream, TEST_FIN sends its FIN (0: every stream's), and
+ * TEST_CURSOR sends a CURSOR of TEST_VALUE on it.  Ids are this end's.
  */
 #define AFRDMA_GENL_NAME	"afrdma"
 #define AFRDMA_GENL_VERSION	1
@@ -294,7 +301,8 @@ enum {
  * what the peer last said of its own (USE); MSGS and BYTES count the
  * link's control messages and everything it carried each way; CHUNKS
  * and MEM_BYTES the memory it registered, AREA_PAGES what of it is
- * handed out.  PEER, USERS and AREA_PAGES also go in AFRDMA_CMD_LINK_TEST.
+ * handed out; STREAMS* its streams now and since it came up.  PEER, USERS,
+ * AREA_PAGES and the TEST_* ones go in AFRDMA_CMD_LINK_TEST.
  */
 enum {
 	AFRDMA_A_LINK_UNSPEC,
@@ -317,6 +325,25 @@ enum {
 	AFRDMA_A_LINK_MEM_BYTES,	/* u64: registered */
 	AFRDMA_A_LINK_AREA_PAGES,	/* u32 */
 	AFRDMA_A_LINK_IDLE_MS,		/* u32: idle for, 0 if in use or not up */
+	AFRDMA_A_LINK_STREAMS,		/* u32: open at this end, any state */
+	AFRDMA_A_LINK_STREAMS_EST,	/* u32: of them established or closing */
+	AFRDMA_A_LINK_STREAMS_SYN,	/* u32: of them connecting */
+	AFRDMA_A_LINK_STREAMS_HALF_OPEN, /* u32: not yet taken by a listener */
+	AFRDMA_A_LINK_STREAMS_OPENED,	/* u64: became established */
+	AFRDMA_A_LINK_STREAMS_REFUSED,	/* u64: our connects refused */
+	AFRDMA_A_LINK_STREAMS_BUSY,	/* u64: BUSY answers to our connects */
+	AFRDMA_A_LINK_STREAMS_RESETS,	/* u64: ended by a RESET either way */
+	AFRDMA_A_LINK_STREAMS_FINS,	/* u64: ended by FINs both ways */
+	AFRDMA_A_LINK_STREAMS_ERRORS,	/* u64: reset for the peer's error */
+	AFRDMA_A_LINK_TEST_LISTEN,	/* u32: a port; AFRDMA_CMD_LINK_TEST only */
+	AFRDMA_A_LINK_TEST_BACKLOG,	/* u32 */
+	AFRDMA_A_LINK_TEST_PORT,	/* u32: a port to open streams to */
+	AFRDMA_A_LINK_TEST_STREAMS,	/* u32: how many */
+	AFRDMA_A_LINK_TEST_FIRST_ID,	/* u32: their ids from */
+	AFRDMA_A_LINK_TEST_RESET,	/* u32: a stream id */
+	AFRDMA_A_LINK_TEST_FIN,		/* u32: a stream id, 0: all */
+	AFRDMA_A_LINK_TEST_CURSOR,	/* u32: a stream id */
+	AFRDMA_A_LINK_TEST_VALUE,	/* u32: the CURSOR's */
 	__AFRDMA_A_LINK_MAX,
 };
 

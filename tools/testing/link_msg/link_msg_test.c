@@ -12,23 +12,10 @@
  * past the bytes received, one that trusts the fields, one that ignores
  * the magic), which the test must fail: it can tell.
  */
-#include <stdbool.h>
-#include <stdio.h>
-#include <stdlib.h>
-
+#include "host-test.h"
 #include "link_msg.h"
 
-static unsigned long long checks, failures, fuzzed, taken;
-static int naive;
-
-static void expect(bool ok, const char *what, unsigned long long i)
-{
-	checks++;
-	if (ok)
-		return;
-	if (failures++ < 10)
-		fprintf(stderr, "link_msg_test: %s (case %llu)\n", what, i);
-}
+static unsigned long long fuzzed, taken;
 
 /* The parser under test: the real one, or one of the wrong ones. */
 static int parse(const void *buf, size_t len, struct afrdma_link_msg *m)
@@ -79,16 +66,6 @@ static int parse_exact(const void *src, size_t len, struct afrdma_link_msg *m)
 	ret = parse(buf, len, m);
 	free(buf);
 	return ret;
-}
-
-static unsigned long long rnd_state = 0x2545f4914f6cdd1dULL;
-
-static unsigned long long rnd(void)
-{
-	rnd_state ^= rnd_state << 13;
-	rnd_state ^= rnd_state >> 7;
-	rnd_state ^= rnd_state << 17;
-	return rnd_state;
 }
 
 static void valid_hello(struct afrdma_link_msg *m)
@@ -233,7 +210,7 @@ static void stream_edges(void)
 	struct afrdma_link_msg m;
 	unsigned int i, t, o;
 
-	for (i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
+	for (i = 0; i < ARRAY_SIZE(types); i++) {
 		t = types[i];
 		valid_msg(&m, t);
 		*(t == AFRDMA_LINK_MSG_CONNECT ? &m.connect.stream :
@@ -464,15 +441,11 @@ static void fuzz(unsigned long n)
 
 int main(int argc, char **argv)
 {
-	if (argc == 2 && argv[1][0] == '-' && argv[1][1] == 'n')
-		naive = atoi(argv[1] + 2);
+	host_test_init("link_msg_test", 0x2545f4914f6cdd1dULL, argc, argv);
 	fixed_cases();
 	fuzz(1000000);
-	if (failures) {
-		fprintf(stderr, "link_msg_test: %llu of %llu checks failed%s\n",
-			failures, checks, naive ? " (a wrong parser, as it should)" : "");
+	if (host_test_failed("a wrong parser"))
 		return 1;
-	}
 	printf("%llu checks, %llu random messages (%llu taken): all good\n",
 	       checks, fuzzed, taken);
 	return 0;
