@@ -587,7 +587,7 @@ FIXTURE_SETUP(modstall)
 			self->cc = cc_modules[i];
 	}
 	if (!self->cc)
-		SKIP(return, "no TCP congestion control module to load");
+		SKIP(return, "no TCP congestion control module to load (a kernel with them built in, as the debug kernel, loads none at accept)");
 }
 
 FIXTURE_TEARDOWN(modstall)
