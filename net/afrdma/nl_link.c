@@ -115,14 +115,30 @@ int afrdma_link_dump(struct sk_buff *skb, struct netlink_callback *cb)
 	return err && !skb->len ? err : skb->len;
 }
 
+/*
+ * A policy's own min and max are s16: a port's range needs these.  Not
+ * const: 6.1's nla_policy points at them without it.
+ */
+static struct netlink_range_validation afrdma_nllink_port_range = {
+	.min = 1,
+	.max = U16_MAX,
+};
+
+static struct netlink_range_validation afrdma_nllink_backlog_range = {
+	.max = U16_MAX,
+};
+
 static const struct nla_policy afrdma_nllink_policy[AFRDMA_A_LINK_MAX + 1] = {
 	[AFRDMA_A_LINK_PEER]		= { .type = NLA_BINARY,
 					    .len = sizeof(struct sockaddr_in6) },
 	[AFRDMA_A_LINK_USERS]		= { .type = NLA_U32 },
 	[AFRDMA_A_LINK_AREA_PAGES]	= { .type = NLA_U32 },
-	[AFRDMA_A_LINK_TEST_LISTEN]	= NLA_POLICY_RANGE(NLA_U32, 1, 65535),
-	[AFRDMA_A_LINK_TEST_BACKLOG]	= NLA_POLICY_MAX(NLA_U32, 65535),
-	[AFRDMA_A_LINK_TEST_PORT]	= NLA_POLICY_RANGE(NLA_U32, 1, 65535),
+	[AFRDMA_A_LINK_TEST_LISTEN]	=
+		NLA_POLICY_FULL_RANGE(NLA_U32, &afrdma_nllink_port_range),
+	[AFRDMA_A_LINK_TEST_BACKLOG]	=
+		NLA_POLICY_FULL_RANGE(NLA_U32, &afrdma_nllink_backlog_range),
+	[AFRDMA_A_LINK_TEST_PORT]	=
+		NLA_POLICY_FULL_RANGE(NLA_U32, &afrdma_nllink_port_range),
 	[AFRDMA_A_LINK_TEST_STREAMS]	= NLA_POLICY_RANGE(NLA_U32, 1, 1024),
 	[AFRDMA_A_LINK_TEST_FIRST_ID]	= NLA_POLICY_MIN(NLA_U32, 1),
 	[AFRDMA_A_LINK_TEST_RESET]	= NLA_POLICY_MIN(NLA_U32, 1),
