@@ -10,8 +10,10 @@
  * across a fault on its own memory (userfaultfd, FUSE) for as long as it
  * likes.  So the handler owns the socket only if nobody does, as a trylock;
  * otherwise it queues a copy of the event, and afrdma_cm_work() handles it
- * from afrdma_wq with the socket locked.  A socket whose cm_id no longer
- * matches the event's id has let go of it and ignores the event.
+ * from afrdma_wq with the socket locked.  The events that fail a connect
+ * always go to cm_work, which destroys their id before it releases the
+ * socket (afrdma_cm_refusal()).  A socket whose cm_id no longer matches the
+ * event's id has let go of it and ignores the event.
  *
  * The one exception is a listener's CONNECT_REQUEST: it waits for the
  * listener's lock, because deferring it would need the new id answered
@@ -881,6 +883,29 @@ static int afrdma_cm_sock_event(struct sock *sk, struct rdma_cm_id *id,
 	return ret;
 }
 
+/*
+ * Events that fail a connect and end its id.  Returning nonzero here has
+ * rdma_cm destroy the id only after the socket is released, and so after
+ * connect() may have returned: a connect() again that binds the same port
+ * (bind() named it) would find the old id still holding it.  So these go
+ * to afrdma_cm_work(), which destroys the id before it releases the
+ * socket.  A rarer local failure (a route not resolved, a QP not made)
+ * still ends its id here.
+ */
+static bool afrdma_cm_refusal(enum rdma_cm_event_type event)
+{
+	switch (event) {
+	case RDMA_CM_EVENT_ADDR_ERROR:
+	case RDMA_CM_EVENT_ROUTE_ERROR:
+	case RDMA_CM_EVENT_UNREACHABLE:
+	case RDMA_CM_EVENT_REJECTED:
+	case RDMA_CM_EVENT_CONNECT_ERROR:
+		return true;
+	default:
+		return false;
+	}
+}
+
 /* Events that change nothing here need no socket at all. */
 static bool afrdma_cm_wanted(enum rdma_cm_event_type event)
 {
@@ -1160,7 +1185,10 @@ int afrdma_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 		return 0;
 
 	parent = afrdma_sk(sk)->parent;
-	if (!parent)
+	if (!parent && afrdma_cm_refusal(ev->event))
+		/* cm_work ends the id before a connect() again may bind. */
+		afrdma_cm_defer(sk, id, ev);
+	else if (!parent)
 		ret = afrdma_cm_sock_event(sk, id, ev);
 	else if (!afrdma_cm_child_wants(ev->event))
 		ret = 0;
