@@ -169,7 +169,8 @@ static void afrdma_cm_fail(struct sock *sk, int err)
 
 /*
  * RDMA cannot carry a connecting socket: fail it with @err, or hand it to
- * TCP.  Returns 1 when the cm id is no longer wanted, for the handler to
+ * TCP, from afrdma_wq (afrdma_fb_defer(): not in rdma_cm's handler).
+ * Returns 1 when the cm id is no longer wanted, for the handler to
  * destroy.
  */
 static int afrdma_cm_connect_failed(struct sock *sk, int err, int reason)
@@ -182,11 +183,10 @@ static int afrdma_cm_connect_failed(struct sock *sk, int err, int reason)
 		afrdma_inc_stats(sk, AFRDMA_MIB_CONNECT_FAILED);
 		return 0;
 	}
-	afrdma_fb_timer_stop(sk);
 	if (ars->conn)
 		afrdma_conn_teardown(ars->conn);
 	afrdma_cm_set_id(sk, NULL);
-	afrdma_fb_connect(sk, reason);
+	afrdma_fb_defer(sk, reason);
 	return 1;
 }
 
