@@ -16,6 +16,7 @@
 #include <stddef.h>
 #include <sys/epoll.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/sendfile.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
@@ -336,6 +337,146 @@ TEST_F(api, options)
 	}
 	val = 1;
 	ASSERT_EQ(0, setsockopt(self->cfd, SOL_SOCKET, SO_KEEPALIVE, &val, sizeof(val)));
+}
+
+/*
+ * setsockopt() with an optlen longer than the program's buffer, whose
+ * memory ends (a PROT_NONE page) within optlen: TCP reads only what the
+ * option needs (an int's 4 bytes), so an int option set from the last 4
+ * bytes of a page succeeds there.  afrdma copied all of optlen in first
+ * and failed with EFAULT.  Each of afrdma's socket states answers as a
+ * TCP socket in the same state does: result, errno, and the value read
+ * back.
+ */
+struct past_opt {
+	const char	*what;
+	int		level, name;
+	int		val;
+	const char	*str;		/* the 4 bytes, instead of @val */
+	unsigned int	optlen;
+	int		family;		/* AF_INET or AF_INET6 only; 0: both */
+};
+
+static const struct past_opt past_opts[] = {
+	{ "TCP_NODELAY", SOL_TCP, TCP_NODELAY, 1, NULL, 64, 0 },
+	{ "TCP_KEEPIDLE", SOL_TCP, TCP_KEEPIDLE, 30, NULL, 64, 0 },
+	{ "SO_KEEPALIVE", SOL_SOCKET, SO_KEEPALIVE, 1, NULL, 64, 0 },
+	/* Past the 64 KiB afrdma copies in at most */
+	{ "TCP_NODELAY, 70000", SOL_TCP, TCP_NODELAY, 0, NULL, 70000, 0 },
+	/* TCP reads up to 15 bytes of a name: EFAULT on both */
+	{ "TCP_CONGESTION", SOL_TCP, TCP_CONGESTION, 0, "reno", 64, 0 },
+	/* Read, then refused: ENOPROTOOPT on both */
+	{ "SOL_TCP 9999", SOL_TCP, 9999, 1, NULL, 64, 0 },
+	{ "IP_TOS", SOL_IP, IP_TOS, 0x10, NULL, 64, AF_INET },
+	/* Longer than 40: EINVAL before anything is read */
+	{ "IP_OPTIONS", SOL_IP, IP_OPTIONS, 0, "\1\1\0\0", 64, AF_INET },
+	{ "IPV6_TCLASS", SOL_IPV6, IPV6_TCLASS, 0x10, NULL, 64, AF_INET6 },
+};
+
+static void past_mapped_vs(struct __test_metadata *_metadata, const char *kind,
+			   int family, int fd, int tfd, unsigned char *end4)
+{
+	int ret, err, tret, terr, val, tval;
+	const struct past_opt *o;
+	socklen_t len;
+	unsigned int i;
+
+	for (i = 0; i < ARRAY_SIZE(past_opts); i++) {
+		o = &past_opts[i];
+		if (o->family && o->family != family)
+			continue;
+		memcpy(end4, o->str ? o->str : (const char *)&o->val, 4);
+		errno = 0;
+		tret = setsockopt(tfd, o->level, o->name, end4, o->optlen);
+		terr = tret ? errno : 0;
+		errno = 0;
+		ret = setsockopt(fd, o->level, o->name, end4, o->optlen);
+		err = ret ? errno : 0;
+		EXPECT_EQ(tret, ret)
+			TH_LOG("%s: %s from 4 bytes, optlen %u: %s, TCP: %s", kind,
+			       o->what, o->optlen, strerror(err), strerror(terr));
+		EXPECT_EQ(terr, err)
+			TH_LOG("%s: %s from 4 bytes, optlen %u: %s, TCP: %s", kind,
+			       o->what, o->optlen, strerror(err), strerror(terr));
+		if (tret || ret || o->str)
+			continue;
+		len = sizeof(val);
+		val = -1;
+		tval = -1;
+		ASSERT_EQ(0, getsockopt(tfd, o->level, o->name, &tval, &len));
+		len = sizeof(val);
+		ASSERT_EQ(0, getsockopt(fd, o->level, o->name, &val, &len));
+		EXPECT_EQ(tval, val) TH_LOG("%s: %s read back", kind, o->what);
+	}
+}
+
+TEST_F(api, sockopt_past_mapped)
+{
+	const char *a = test_addr(variant->v6);
+	int family = variant->v6 ? AF_INET6 : AF_INET;
+	int fd, tfd, tl, tc, ts, fb, zero = 0, one = 1;
+	long page = sysconf(_SC_PAGESIZE);
+	struct sockaddr_storage ss;
+	unsigned short tport;
+	unsigned char *map;
+	socklen_t sslen;
+
+	map = mmap(NULL, 2 * page, PROT_READ | PROT_WRITE,
+		   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, map);
+	ASSERT_EQ(0, mprotect(map + page, page, PROT_NONE));
+
+	/* Not connected, the fallback off, then on */
+	for (fb = 0; fb < 2; fb++) {
+		tfd = socket(family, SOCK_STREAM, 0);
+		ASSERT_LE(0, tfd);
+		fd = afrdma_socket(variant->t, family, 0);
+		ASSERT_LE(0, fd);
+		ASSERT_EQ(0, setsockopt(fd, SOL_RDMA, AFRDMA_FALLBACK, &fb,
+					sizeof(fb)));
+		past_mapped_vs(_metadata, fb ? "fallback on" : "fallback off",
+			       family, fd, tfd, map + page - 4);
+		close(fd);
+		close(tfd);
+	}
+
+	/* Connected: TCP's answers are a connected TCP socket's. */
+	tl = tcp_listen_on(a, &tport);
+	ASSERT_LE(0, tl);
+	tc = afrdma_connect_to(AFRDMA_T_TCP, a, tport);
+	ASSERT_LE(0, tc);
+	ts = accept(tl, NULL, NULL);
+	ASSERT_LE(0, ts);
+	close(ts);
+
+	/* Over RDMA, the fallback off */
+	fd = afrdma_socket(variant->t, family, 0);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, setsockopt(fd, SOL_RDMA, AFRDMA_FALLBACK, &zero, sizeof(zero)));
+	ASSERT_EQ(0, connect(fd, (struct sockaddr *)&self->ss, self->sslen))
+		TH_LOG("connect: %s", strerror(errno));
+	self->cfd = fd;
+	self->sfd = accept(self->lfd, NULL, NULL);
+	ASSERT_LE(0, self->sfd);
+	ASSERT_EQ(AFRDMA_TRANSPORT_RDMA, transport_of(fd));
+	past_mapped_vs(_metadata, "over RDMA", family, fd, tc, map + page - 4);
+
+	/* Fallen back: a plain TCP listener's peer */
+	fd = afrdma_socket(variant->t, family, 0);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, setsockopt(fd, SOL_RDMA, AFRDMA_FALLBACK, &one, sizeof(one)));
+	sslen = afrdma_make_addr(&ss, a, tport);
+	ASSERT_EQ(0, connect(fd, (struct sockaddr *)&ss, sslen))
+		TH_LOG("connect to TCP: %s", strerror(errno));
+	ts = accept(tl, NULL, NULL);
+	ASSERT_LE(0, ts);
+	ASSERT_EQ(AFRDMA_TRANSPORT_TCP, transport_of(fd));
+	past_mapped_vs(_metadata, "fallen back", family, fd, tc, map + page - 4);
+	close(ts);
+	close(fd);
+	close(tc);
+	close(tl);
+	munmap(map, 2 * page);
 }
 
 TEST_F(api, readv_writev)

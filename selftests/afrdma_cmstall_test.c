@@ -22,6 +22,12 @@
  *   the test lets it go); meanwhile an AF_RDMA client's connect to the same
  *   listener must complete, and carry data, within CONNECT_S.  Released,
  *   the accepted socket is on TCP with that congestion control.
+ * modstall.connect: a connect() with TCP_CONGESTION set, to a plain TCP
+ *   listener, whose REJ makes it fall back; the fallback replays the
+ *   option, and modprobe waits as above.  Meanwhile a new AF_RDMA pair
+ *   must connect, and carry data, within CONNECT_S, and the connect must
+ *   not have returned.  Released, it returns on TCP, for the REJ, with
+ *   that congestion control.
  *
  * Bounds scale by AFRDMA_TIME_SCALE.  Needs userfaultfd for kernel faults
  * (root).  Prints TAP.
@@ -498,20 +504,30 @@ static const char *const cc_modules[] = {
 	"illinois", "htcp", "vegas",
 };
 
-struct bg_accept {
-	int lfd;
+/* accept() on @fd, or connect() of @fd to @ss if @sslen, in a thread */
+struct bg_call {
+	int fd;
+	struct sockaddr_storage ss;
+	socklen_t sslen;
 	pthread_t thread;
 	bool running;
-	int fd;
+	bool done;
+	int ret;
 	int err;
 };
 
-static void *bg_accept_run(void *arg)
+static void *bg_call_run(void *arg)
 {
-	struct bg_accept *a = arg;
+	struct bg_call *a = arg;
+	int ret;
 
-	a->fd = accept4(a->lfd, NULL, NULL, SOCK_CLOEXEC);
+	if (a->sslen)
+		ret = connect(a->fd, (struct sockaddr *)&a->ss, a->sslen);
+	else
+		ret = accept4(a->fd, NULL, NULL, SOCK_CLOEXEC);
 	a->err = errno;
+	a->ret = ret;
+	__atomic_store_n(&a->done, true, __ATOMIC_RELEASE);
 	return NULL;
 }
 
@@ -519,7 +535,8 @@ FIXTURE(modstall) {
 	char dir[64];
 	char modprobe[256];
 	const char *cc;
-	struct bg_accept acc;
+	struct bg_call call;
+	int fb_timeout;
 	int fds[5];
 };
 
@@ -542,7 +559,7 @@ static int modprobe_path(char *buf, size_t len, const char *set)
 	return ret;
 }
 
-/* Lets the waiting modprobe go on, and waits for the accept. */
+/* Lets the waiting modprobe go on, and waits for the call. */
 static void modstall_release(FIXTURE_DATA(modstall) *self)
 {
 	char path[96];
@@ -554,9 +571,9 @@ static void modstall_release(FIXTURE_DATA(modstall) *self)
 	fd = open(path, O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
 	if (fd >= 0)
 		close(fd);
-	if (self->acc.running) {
-		self->acc.running = false;
-		pthread_join(self->acc.thread, NULL);
+	if (self->call.running) {
+		self->call.running = false;
+		pthread_join(self->call.thread, NULL);
 	}
 }
 
@@ -565,13 +582,14 @@ FIXTURE_SETUP(modstall)
 	char cmd[256];
 	unsigned int i;
 
-	memset(&self->acc, 0, sizeof(self->acc));
-	self->acc.fd = -1;
+	memset(&self->call, 0, sizeof(self->call));
+	self->call.ret = -1;
 	for (i = 0; i < ARRAY_SIZE(self->fds); i++)
 		self->fds[i] = -1;
 	self->dir[0] = '\0';
 	self->modprobe[0] = '\0';
 	self->cc = NULL;
+	self->fb_timeout = -1;
 	if (modprobe_path(self->modprobe, sizeof(self->modprobe), NULL) ||
 	    !self->modprobe[0])
 		SKIP(return, "no kernel.modprobe to stand in for");
@@ -587,7 +605,7 @@ FIXTURE_SETUP(modstall)
 			self->cc = cc_modules[i];
 	}
 	if (!self->cc)
-		SKIP(return, "no TCP congestion control module to load (a kernel with them built in, as the debug kernel, loads none at accept)");
+		SKIP(return, "no TCP congestion control module to load (a kernel with them built in, as the debug kernel, loads none at accept or fallback)");
 }
 
 FIXTURE_TEARDOWN(modstall)
@@ -602,41 +620,32 @@ FIXTURE_TEARDOWN(modstall)
 		if (system(path))
 			ksft_print_msg("could not remove %s\n", self->dir);
 	}
-	if (self->acc.fd >= 0)
-		close(self->acc.fd);
+	if (self->fb_timeout >= 0)
+		afrdma_sysctl("fallback_timeout_ms", self->fb_timeout);
+	if (!self->call.sslen && self->call.ret >= 0)
+		close(self->call.ret);
 	for (i = 0; i < ARRAY_SIZE(self->fds); i++)
 		if (self->fds[i] >= 0)
 			close(self->fds[i]);
 }
 
-TEST_F_TIMEOUT(modstall, accept, TEST_S)
+/*
+ * Sets @fd's TCP_CONGESTION to the fixture's module, which loads it once,
+ * unloads it again, and makes kernel.modprobe a script that waits for
+ * DIR/go (a minute at most), then runs the real one.
+ */
+static void modstall_arm(struct __test_metadata *_metadata,
+			 FIXTURE_DATA(modstall) *self, int fd)
 {
-	int *lfd = &self->fds[0], *tfd = &self->fds[1], *cfd = &self->fds[2];
-	int *sfd = &self->fds[3];
-	char path[96], cc[16] = "", c = 'x';
-	struct sockaddr_storage ss;
-	const char *why = "";
-	int one = 1, fd, val;
-	unsigned short port;
-	socklen_t len;
-	double end;
+	char path[96];
 	FILE *f;
 
-	/* A listener that serves TCP clients too */
-	fd = socket(afrdma_family_nr(), SOCK_STREAM | SOCK_CLOEXEC, 0);
-	ASSERT_LE(0, fd) TH_LOG("socket: %s", strerror(errno));
-	ASSERT_EQ(0, setsockopt(fd, SOL_RDMA, AFRDMA_FALLBACK, &one,
-				sizeof(one)));
-	*lfd = listen_any_port(fd, test_addr(false), 8, &port);
-	ASSERT_LE(0, *lfd) TH_LOG("listener: %s", strerror(errno));
-	/* Checked now, which loads the module once: then it goes again. */
-	ASSERT_EQ(0, setsockopt(*lfd, SOL_TCP, TCP_CONGESTION, self->cc,
+	ASSERT_EQ(0, setsockopt(fd, SOL_TCP, TCP_CONGESTION, self->cc,
 				strlen(self->cc)))
 		TH_LOG("TCP_CONGESTION %s: %s", self->cc, strerror(errno));
 	snprintf(path, sizeof(path), "rmmod tcp_%s", self->cc);
 	ASSERT_EQ(0, system(path)) TH_LOG("%s failed", path);
 
-	/* kernel.modprobe waits for DIR/go, for a minute at most. */
 	snprintf(self->dir, sizeof(self->dir), "/tmp/afrdma-modstall.XXXXXX");
 	ASSERT_NE(NULL, mkdtemp(self->dir)) TH_LOG("mkdtemp: %s",
 						   strerror(errno));
@@ -650,6 +659,62 @@ TEST_F_TIMEOUT(modstall, accept, TEST_S)
 	ASSERT_EQ(0, fclose(f));
 	ASSERT_EQ(0, chmod(path, 0755));
 	ASSERT_EQ(0, modprobe_path(NULL, 0, path));
+}
+
+/* Starts the fixture's call, and waits for it to ask for the module. */
+static void modstall_call(struct __test_metadata *_metadata,
+			  FIXTURE_DATA(modstall) *self, const char *what)
+{
+	char path[96];
+	double end;
+
+	ASSERT_EQ(0, pthread_create(&self->call.thread, NULL, bg_call_run,
+				    &self->call));
+	self->call.running = true;
+	snprintf(path, sizeof(path), "%s/started", self->dir);
+	end = now() + scale(CONNECT_S);
+	while (access(path, F_OK) && now() < end)
+		usleep(10000);
+	ASSERT_EQ(0, access(path, F_OK))
+		TH_LOG("the %s never asked for tcp_%s", what, self->cc);
+}
+
+/* What @fd's TCP side got: the transport and the congestion control. */
+static void modstall_check(struct __test_metadata *_metadata,
+			   FIXTURE_DATA(modstall) *self, int fd)
+{
+	char cc[16] = "";
+	socklen_t len;
+	int val;
+
+	len = sizeof(val);
+	ASSERT_EQ(0, getsockopt(fd, SOL_RDMA, AFRDMA_TRANSPORT, &val, &len));
+	EXPECT_EQ(AFRDMA_TRANSPORT_TCP, val);
+	len = sizeof(cc) - 1;
+	ASSERT_EQ(0, getsockopt(fd, SOL_TCP, TCP_CONGESTION, cc, &len));
+	EXPECT_STREQ(self->cc, cc);
+}
+
+TEST_F_TIMEOUT(modstall, accept, TEST_S)
+{
+	int *lfd = &self->fds[0], *tfd = &self->fds[1], *cfd = &self->fds[2];
+	int *sfd = &self->fds[3];
+	struct sockaddr_storage ss;
+	const char *why = "";
+	int one = 1, fd, val;
+	unsigned short port;
+	socklen_t len;
+	char c = 'x';
+	double end;
+
+	/* A listener that serves TCP clients too */
+	fd = socket(afrdma_family_nr(), SOCK_STREAM | SOCK_CLOEXEC, 0);
+	ASSERT_LE(0, fd) TH_LOG("socket: %s", strerror(errno));
+	ASSERT_EQ(0, setsockopt(fd, SOL_RDMA, AFRDMA_FALLBACK, &one,
+				sizeof(one)));
+	*lfd = listen_any_port(fd, test_addr(false), 8, &port);
+	ASSERT_LE(0, *lfd) TH_LOG("listener: %s", strerror(errno));
+	modstall_arm(_metadata, self, *lfd);
 
 	/* A plain TCP client, and an accept that replays the option */
 	len = afrdma_make_addr(&ss, test_addr(false), port);
@@ -657,16 +722,8 @@ TEST_F_TIMEOUT(modstall, accept, TEST_S)
 	ASSERT_LE(0, *tfd);
 	ASSERT_EQ(0, connect(*tfd, (struct sockaddr *)&ss, len))
 		TH_LOG("TCP connect: %s", strerror(errno));
-	self->acc.lfd = *lfd;
-	ASSERT_EQ(0, pthread_create(&self->acc.thread, NULL, bg_accept_run,
-				    &self->acc));
-	self->acc.running = true;
-	snprintf(path, sizeof(path), "%s/started", self->dir);
-	end = now() + scale(CONNECT_S);
-	while (access(path, F_OK) && now() < end)
-		usleep(10000);
-	ASSERT_EQ(0, access(path, F_OK))
-		TH_LOG("the accept never asked for tcp_%s", self->cc);
+	self->call.fd = *lfd;
+	modstall_call(_metadata, self, "accept");
 
 	/* Everyone else goes on: an RDMA client of the same listener too. */
 	end = now() + scale(CONNECT_S);
@@ -677,23 +734,81 @@ TEST_F_TIMEOUT(modstall, accept, TEST_S)
 	len = sizeof(val);
 	ASSERT_EQ(0, getsockopt(*sfd, SOL_RDMA, AFRDMA_TRANSPORT, &val, &len));
 	EXPECT_EQ(AFRDMA_TRANSPORT_RDMA, val);
-	EXPECT_TRUE(self->acc.running && self->acc.fd < 0)
+	EXPECT_FALSE(__atomic_load_n(&self->call.done, __ATOMIC_ACQUIRE))
 		TH_LOG("the accept returned before modprobe was let go");
 
 	/* Released, the TCP client's socket has the listener's option. */
 	modstall_release(self);
-	ASSERT_LE(0, self->acc.fd) TH_LOG("accept: %s",
-					  strerror(self->acc.err));
-	len = sizeof(val);
-	ASSERT_EQ(0, getsockopt(self->acc.fd, SOL_RDMA, AFRDMA_TRANSPORT, &val,
-				&len));
-	EXPECT_EQ(AFRDMA_TRANSPORT_TCP, val);
-	len = sizeof(cc) - 1;
-	ASSERT_EQ(0, getsockopt(self->acc.fd, SOL_TCP, TCP_CONGESTION, cc,
-				&len));
-	EXPECT_STREQ(self->cc, cc);
+	ASSERT_LE(0, self->call.ret) TH_LOG("accept: %s",
+					    strerror(self->call.err));
+	modstall_check(_metadata, self, self->call.ret);
 	ASSERT_EQ(1, send(*tfd, &c, 1, 0));
-	ASSERT_EQ(1, recv(self->acc.fd, &c, 1, MSG_WAITALL));
+	ASSERT_EQ(1, recv(self->call.ret, &c, 1, MSG_WAITALL));
+}
+
+/*
+ * A connect that falls back to TCP when the peer's CM refuses RDMA: the
+ * REJ reaches afrdma's handler on ib_cm's work queue, which every RDMA
+ * connection of the host needs, and the fallback replays the socket's
+ * TCP_CONGESTION, which waits in modprobe.  That replay ran in the handler,
+ * and the new pair below never connected while it waited.
+ */
+TEST_F_TIMEOUT(modstall, connect, TEST_S)
+{
+	int *tl = &self->fds[0], *fd = &self->fds[1], *lfd = &self->fds[2];
+	int *cfd = &self->fds[3], *sfd = &self->fds[4];
+	const char *why = "";
+	unsigned short port;
+	int one = 1, val, ts;
+	socklen_t len;
+	char c = 'x';
+	double end;
+
+	/* The REJ, not the fallback timer, must decide it (at most 60 s). */
+	self->fb_timeout = afrdma_sysctl("fallback_timeout_ms", -1);
+	ASSERT_LE(0, self->fb_timeout);
+	val = scale(CONNECT_S) < 60 ? (int)(scale(CONNECT_S) * 1000) : 60000;
+	ASSERT_EQ(val, afrdma_sysctl("fallback_timeout_ms", val));
+
+	/* A plain TCP listener: no afrdma listener on its port */
+	*tl = tcp_listen_on(test_addr(false), &port);
+	ASSERT_LE(0, *tl) TH_LOG("TCP listener: %s", strerror(errno));
+	*fd = socket(afrdma_family_nr(), SOCK_STREAM | SOCK_CLOEXEC, 0);
+	ASSERT_LE(0, *fd) TH_LOG("socket: %s", strerror(errno));
+	ASSERT_EQ(0, setsockopt(*fd, SOL_RDMA, AFRDMA_FALLBACK, &one,
+				sizeof(one)));
+	modstall_arm(_metadata, self, *fd);
+	self->call.fd = *fd;
+	self->call.sslen = afrdma_make_addr(&self->call.ss, test_addr(false),
+					    port);
+	modstall_call(_metadata, self, "fallback");
+
+	/* Everyone else goes on: a new RDMA pair connects. */
+	*lfd = rdma_listener(&port);
+	ASSERT_LE(0, *lfd) TH_LOG("listener: %s", strerror(errno));
+	end = now() + scale(CONNECT_S);
+	ASSERT_EQ(0, rdma_pair(*lfd, port, end, cfd, sfd, &why))
+		TH_LOG("connect while a fallback loads a module: %s: %s", why,
+		       strerror(errno));
+	ASSERT_EQ(0, xfer(*cfd, *sfd, end, &why)) TH_LOG("%s", why);
+	/* Its result is not visible before the options are in effect. */
+	EXPECT_FALSE(__atomic_load_n(&self->call.done, __ATOMIC_ACQUIRE))
+		TH_LOG("the connect returned before modprobe was let go");
+
+	/* Released, the connect is on TCP, with its congestion control. */
+	modstall_release(self);
+	ASSERT_EQ(0, self->call.ret) TH_LOG("connect: %s",
+					    strerror(self->call.err));
+	modstall_check(_metadata, self, *fd);
+	len = sizeof(val);
+	ASSERT_EQ(0, getsockopt(*fd, SOL_RDMA, AFRDMA_FALLBACK_REASON, &val,
+				&len));
+	EXPECT_EQ(AFRDMA_FB_REJECTED, val);
+	ts = accept(*tl, NULL, NULL);
+	ASSERT_LE(0, ts);
+	EXPECT_EQ(1, send(*fd, &c, 1, 0));
+	EXPECT_EQ(1, recv(ts, &c, 1, MSG_WAITALL));
+	close(ts);
 }
 
 TEST_HARNESS_MAIN

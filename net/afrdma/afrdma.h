@@ -425,7 +425,13 @@ struct afrdma_sock {
 	struct work_struct	retry_work;
 	struct rdma_cm_id	*retry_id;
 	u8			stale_retries;
-	struct delayed_work	fb_timer;	/* RDMA setup deadline */
+	/*
+	 * RDMA setup deadline, with a socket reference while queued; and a
+	 * fallback decided in rdma_cm's handler, made from it at once with
+	 * fb_deferred, the reason (fallback.c); socket lock.
+	 */
+	struct delayed_work	fb_timer;
+	u8			fb_deferred;
 	/* Closed with data still going (af_rdma.c); socket lock */
 	struct delayed_work	orphan_work;
 	unsigned long		orphan_end;	/* jiffies: period's end */
@@ -562,6 +568,7 @@ int afrdma_fb_connect(struct sock *sk, int reason);
 void afrdma_fb_timer_init(struct sock *sk);
 void afrdma_fb_timer_start(struct sock *sk);
 void afrdma_fb_timer_stop(struct sock *sk);
+void afrdma_fb_defer(struct sock *sk, int reason);
 void afrdma_fb_sync(struct sock *sk);
 bool afrdma_fb_connect_done(const struct sock *sk);
 int afrdma_fb_listen(struct sock *sk, int backlog);

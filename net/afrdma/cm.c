@@ -18,10 +18,11 @@
  * The one exception is a listener's CONNECT_REQUEST: it waits for the
  * listener's lock, because deferring it would need the new id answered
  * later, and only -ENOMEM drops a REQ without a REJ.  A listener's lock is
- * therefore never held across a user copy (sockopt.c copies options in
- * before it locks, and out after), nor across anything slow: accept()
- * replays the options on a TCP client's socket after unlocking the
- * listener, since a TCP_CONGESTION name may load a module (fallback.c).
+ * therefore never held across a user copy that may wait (sockopt.c
+ * copies options in before it locks, and out after), nor across anything
+ * slow: accept() replays the options on a TCP client's socket after
+ * unlocking the listener, since a TCP_CONGESTION name may load a module
+ * (fallback.c).
  *
  * Lock order: the socket, then the handler mutex of its id (afrdma_cm_work()
  * for ROUTE_RESOLVED); the handler mutexes rdma_cm holds for a REQ, then the
@@ -170,7 +171,8 @@ static void afrdma_cm_fail(struct sock *sk, int err)
 
 /*
  * RDMA cannot carry a connecting socket: fail it with @err, or hand it to
- * TCP.  Returns 1 when the cm id is no longer wanted, for the handler to
+ * TCP, from afrdma_wq (afrdma_fb_defer(): not in rdma_cm's handler).
+ * Returns 1 when the cm id is no longer wanted, for the handler to
  * destroy.
  */
 static int afrdma_cm_connect_failed(struct sock *sk, int err, int reason)
@@ -183,11 +185,10 @@ static int afrdma_cm_connect_failed(struct sock *sk, int err, int reason)
 		afrdma_inc_stats(sk, AFRDMA_MIB_CONNECT_FAILED);
 		return 0;
 	}
-	afrdma_fb_timer_stop(sk);
 	if (ars->conn)
 		afrdma_conn_teardown(ars->conn);
 	afrdma_cm_set_id(sk, NULL);
-	afrdma_fb_connect(sk, reason);
+	afrdma_fb_defer(sk, reason);
 	return 1;
 }
 
@@ -1094,9 +1095,9 @@ static struct rdma_cm_id *afrdma_cm_next(struct sock *sk,
  * Socket first, then the handler mutex (rdma_connect_locked() needs it),
  * never the other way: this work must not wait for a lock a program holds
  * while it holds what rdma_cm's own work needs.  A child's listener may be
- * waited for here: its lock is never held across a user copy.  Where the
- * handler would have had rdma_cm destroy the id, this destroys it.  False
- * once nothing is left.
+ * waited for here: its lock is never held across a user copy that may
+ * wait.  Where the handler would have had rdma_cm destroy the id, this
+ * destroys it.  False once nothing is left.
  */
 static bool afrdma_cm_work_one(struct sock *sk)
 {

@@ -342,18 +342,26 @@ static void afrdma_fb_timeout(struct work_struct *work)
 					       struct afrdma_sock, fb_timer);
 	struct sock *sk = &ars->inet.sk;
 	struct rdma_cm_id *id = NULL;
+	int reason;
 
 	lock_sock(sk);
+	reason = ars->fb_deferred;
+	ars->fb_deferred = 0;
 	/* AFRDMA_FALLBACK may have been turned off since connect(). */
-	if (sk->sk_state == TCP_SYN_SENT && !sock_flag(sk, SOCK_DEAD) &&
-	    ars->fallback && ars->transport == AFRDMA_TRANSPORT_NONE &&
-	    ars->cm_id) {
+	if (sk->sk_state != TCP_SYN_SENT || sock_flag(sk, SOCK_DEAD) ||
+	    !ars->fallback || ars->transport != AFRDMA_TRANSPORT_NONE)
+		goto out;
+	if (reason) {
+		/* afrdma_fb_defer()'s: its cm id is gone already. */
+		afrdma_fb_connect(sk, reason);
+	} else if (ars->cm_id) {
 		/* The cm handler ignores events for an id that is not ours. */
 		id = afrdma_cm_take_id(sk);
 		if (ars->conn)
 			afrdma_conn_teardown(ars->conn);
 		afrdma_fb_connect(sk, AFRDMA_FB_TIMEOUT);
 	}
+out:
 	release_sock(sk);
 	afrdma_cm_put_id(sk, id);
 	sock_put(sk);
@@ -364,6 +372,13 @@ void afrdma_fb_timer_init(struct sock *sk)
 	INIT_DELAYED_WORK(&afrdma_sk(sk)->fb_timer, afrdma_fb_timeout);
 }
 
+static void afrdma_fb_timer_queue(struct sock *sk, unsigned long delay)
+{
+	sock_hold(sk);
+	if (!queue_delayed_work(afrdma_wq, &afrdma_sk(sk)->fb_timer, delay))
+		sock_put(sk);
+}
+
 /*
  * RDMA gets fallback_timeout_ms to come up before TCP takes over.  Only for
  * a socket that may fall back: without, RDMA's own errors end a connect.
@@ -372,17 +387,34 @@ void afrdma_fb_timer_start(struct sock *sk)
 {
 	unsigned int ms = READ_ONCE(afrdma_net(sock_net(sk))->fallback_timeout_ms);
 
-	sock_hold(sk);
-	if (!queue_delayed_work(afrdma_wq, &afrdma_sk(sk)->fb_timer,
-				msecs_to_jiffies(ms)))
+	afrdma_fb_timer_queue(sk, msecs_to_jiffies(ms));
+}
+
+/*
+ * Never waits: a running timer finds the socket settled and does nothing.
+ * A deferred fallback goes with it.
+ */
+void afrdma_fb_timer_stop(struct sock *sk)
+{
+	afrdma_sk(sk)->fb_deferred = 0;
+	if (cancel_delayed_work(&afrdma_sk(sk)->fb_timer))
 		sock_put(sk);
 }
 
-/* Never waits: a running timer finds the socket settled and does nothing. */
-void afrdma_fb_timer_stop(struct sock *sk)
+/*
+ * A fallback to TCP that rdma_cm's handler decided (a REJ, say), for
+ * afrdma_wq to make at once: rdma_cm calls the handler on work queues every
+ * RDMA user shares (cm.c), and the replay of the options may wait for
+ * user space as long as it likes (a TCP_CONGESTION name loads its module
+ * through modprobe, a user-mode helper).  The socket stays in SYN_SENT
+ * meanwhile, so connect(), poll() and the data calls go on waiting, and
+ * see TCP only once it has the options.  @sk is locked, its cm id let go.
+ */
+void afrdma_fb_defer(struct sock *sk, int reason)
 {
-	if (cancel_delayed_work(&afrdma_sk(sk)->fb_timer))
-		sock_put(sk);
+	afrdma_fb_timer_stop(sk);
+	afrdma_sk(sk)->fb_deferred = reason;
+	afrdma_fb_timer_queue(sk, 0);
 }
 
 int afrdma_fb_listen(struct sock *sk, int backlog)

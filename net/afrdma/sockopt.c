@@ -11,6 +11,7 @@
 #include <linux/mm.h>
 #include <linux/sockptr.h>
 #include <linux/tcp.h>
+#include <linux/uaccess.h>
 #include <net/ip.h>
 #include <net/ipv6.h>
 #include <net/tcp_states.h>
@@ -491,30 +492,44 @@ static int afrdma_ipv6_get_sticky(struct sock *sk, int optname,
  * the socket's lock must never be held meanwhile: rdma_cm's handler waits
  * for a listener's (cm.c), and ip_setsockopt(), ipv6_setsockopt() and
  * sock_setsockopt() copy under the lock.  Longer than any option the IP
- * layers take (IPV6_2292PKTOPTIONS, 64 KiB), an option is cut there.
+ * layers take (IPV6_2292PKTOPTIONS, 64 KiB), an option is not copied whole.
+ *
+ * TCP reads only the bytes an option needs (an int's 4), so a program may
+ * pass an optlen longer than its buffer, and its memory may end (unmapped,
+ * PROT_NONE) within optlen.  Such a call, and one past 64 KiB, is handed
+ * the program's pointer and optlen as they came, as TCP is, with page
+ * faults disabled: the copy above has just made resident what it could
+ * read, and a read of anything that is not resident fails with -EFAULT at
+ * once instead of waiting under a lock (a userfaultfd page stalled the
+ * copy itself, with nothing locked).  So an option answers as on TCP, and
+ * no lock waits for the program.
  */
 int afrdma_setsockopt(struct socket *sock, int level, int optname,
 		      sockptr_t optval, unsigned int optlen)
 {
 	u8 small[AFRDMA_SOCKOPT_SMALL];
+	unsigned int len;
 	void *buf = small;
 	int err;
 
-	if (!sockptr_is_kernel(optval) && optlen) {
-		optlen = min_t(unsigned int, optlen, AFRDMA_SOCKOPT_MAX);
-		if (optlen > sizeof(small)) {
-			buf = kvmalloc(optlen, GFP_KERNEL_ACCOUNT);
-			if (!buf)
-				return -ENOMEM;
-		}
-		if (copy_from_sockptr(buf, optval, optlen)) {
-			err = -EFAULT;
-			goto out;
-		}
-		optval = KERNEL_SOCKPTR(buf);
+	if (sockptr_is_kernel(optval) || !optlen)
+		return afrdma_do_setsockopt(sock, level, optname, optval,
+					    optlen);
+	len = min_t(unsigned int, optlen, AFRDMA_SOCKOPT_MAX);
+	if (len > sizeof(small)) {
+		buf = kvmalloc(len, GFP_KERNEL_ACCOUNT);
+		if (!buf)
+			return -ENOMEM;
 	}
-	err = afrdma_do_setsockopt(sock, level, optname, optval, optlen);
-out:
+	if (!copy_from_sockptr(buf, optval, len) && len == optlen) {
+		err = afrdma_do_setsockopt(sock, level, optname,
+					   KERNEL_SOCKPTR(buf), len);
+	} else {
+		pagefault_disable();
+		err = afrdma_do_setsockopt(sock, level, optname, optval,
+					   optlen);
+		pagefault_enable();
+	}
 	if (buf != small)
 		kvfree(buf);
 	return err;
