@@ -14,8 +14,21 @@
  *   new AF_RDMA pair (fallback off) must connect and carry data both ways
  *   within CONNECT_S, and rping, if installed, must finish within
  *   RPING_S.  Released, the stalled socket sees its peer's close.
- * stall.listener: a listener's setsockopt(IP_OPTIONS) stalls; a client's
- *   connect to it must still complete, and carry data, within CONNECT_S.
+ * listener_stall.ip_options: a listener's setsockopt(IP_OPTIONS) stalls,
+ *   which afrdma copies in before it locks; a client's connect to it, and
+ *   the accept, must still complete, and carry data, within CONNECT_S.
+ * listener_stall.attach_filter, .linger: a listener's setsockopt stalls
+ *   with the listener's lock held: SO_ATTACH_FILTER, whose program the
+ *   core reads from the user's pointer under the lock (6.1 and 6.12), and
+ *   SO_LINGER, whose struct 6.1's core copies under it after the first int
+ *   (the stall is the struct's second half; 6.12 hands afrdma its
+ *   SOL_SOCKET options, copied first).  A client's connect to it must
+ *   still complete, the connection reach the listener's accept queue (as
+ *   /proc/net/afrdma lists it), and a new AF_RDMA pair on another listener
+ *   and rping must work, within the bounds.  accept() and poll() on the
+ *   stalled listener need its lock, as TCP's do, so the accept comes once
+ *   the stall is released, with the data the client sent before it.  While
+ *   a listener's REQ waited for its lock, the connect never completed.
  * modstall.accept: a listener's accept() of a plain TCP client replays the
  *   listener's TCP_CONGESTION on the new TCP socket, and the name's module
  *   is loaded by a modprobe that waits (kernel.modprobe is a script until
@@ -33,6 +46,7 @@
  * (root).  Prints TAP.
  */
 #include <errno.h>
+#include <linux/filter.h>
 #include <linux/userfaultfd.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -85,17 +99,17 @@ static int rdma_listener(unsigned short *port)
 }
 
 /*
- * Connects to @port and accepts from @lfd by @end, without blocking past
- * it: 0 with *@cfd and *@sfd, blocking again; -1 with @why.
+ * Connects to @port by @end, without blocking past it: 0 with *@cfd, still
+ * non-blocking; -1 with @why.
  */
-static int rdma_pair(int lfd, unsigned short port, double end, int *cfd,
-		     int *sfd, const char **why)
+static int rdma_connect_by(unsigned short port, double end, int *cfd,
+			   const char **why)
 {
 	struct sockaddr_storage ss;
 	int err = 0, fd;
 	socklen_t len;
 
-	*cfd = *sfd = -1;
+	*cfd = -1;
 	fd = rdma_socket();
 	if (fd < 0) {
 		*why = "socket";
@@ -118,6 +132,19 @@ static int rdma_pair(int lfd, unsigned short port, double end, int *cfd,
 		*why = "connect failed";
 		return -1;
 	}
+	return 0;
+}
+
+/*
+ * Connects to @port and accepts from @lfd by @end, without blocking past
+ * it: 0 with *@cfd and *@sfd, blocking again; -1 with @why.
+ */
+static int rdma_pair(int lfd, unsigned short port, double end, int *cfd,
+		     int *sfd, const char **why)
+{
+	*sfd = -1;
+	if (rdma_connect_by(port, end, cfd, why))
+		return -1;
 	if (!(wait_for(lfd, POLLIN, ms_left(end)) & POLLIN)) {
 		*why = "accept: nothing in time";
 		return -1;
@@ -127,7 +154,7 @@ static int rdma_pair(int lfd, unsigned short port, double end, int *cfd,
 		*why = "accept";
 		return -1;
 	}
-	fcntl(fd, F_SETFL, 0);
+	fcntl(*cfd, F_SETFL, 0);
 	return 0;
 }
 
@@ -216,16 +243,23 @@ static int rping_ok(double secs, const char **why)
 enum stall_call {
 	STALL_SETSOCKOPT,	/* IP_OPTIONS: the IP layer copies under the lock */
 	STALL_SEND,		/* afrdma's send copies under the lock */
+	STALL_ATTACH_FILTER,	/* the core reads the program under the lock */
+	STALL_LINGER,		/* 6.1's core copies all but an int under it */
 };
 
-/* A socket call in a thread of its own, its source a userfaultfd page */
+/*
+ * A socket call in a thread of its own, its source a userfaultfd page.
+ * The page before it is an ordinary one.
+ */
 struct stall {
 	int uffd;
+	void *map;
 	void *page;
 	size_t pagelen;
 	bool released;
 	enum stall_call call;
 	int fd;
+	struct sock_fprog fprog;
 	pthread_t thread;
 	bool running;
 	long ret;
@@ -236,10 +270,27 @@ static void *stall_run(void *arg)
 {
 	struct stall *st = arg;
 
-	if (st->call == STALL_SETSOCKOPT)
+	switch (st->call) {
+	case STALL_SETSOCKOPT:
 		st->ret = setsockopt(st->fd, SOL_IP, IP_OPTIONS, st->page, 4);
-	else
+		break;
+	case STALL_SEND:
 		st->ret = send(st->fd, st->page, 100, MSG_NOSIGNAL);
+		break;
+	case STALL_ATTACH_FILTER:
+		/* The struct is ours; the program it points at is the page. */
+		st->fprog.len = 1;
+		st->fprog.filter = st->page;
+		st->ret = setsockopt(st->fd, SOL_SOCKET, SO_ATTACH_FILTER,
+				     &st->fprog, sizeof(st->fprog));
+		break;
+	case STALL_LINGER:
+		/* l_onoff, read before the lock, on the page before; l_linger */
+		st->ret = setsockopt(st->fd, SOL_SOCKET, SO_LINGER,
+				     (char *)st->page - sizeof(int),
+				     sizeof(struct linger));
+		break;
+	}
 	st->err = errno;
 	return NULL;
 }
@@ -257,12 +308,15 @@ static int stall_init(struct stall *st)
 		return errno == ENOSYS || errno == EPERM ? 1 : -1;
 	if (ioctl(st->uffd, UFFDIO_API, &api))
 		return -1;
-	st->page = mmap(NULL, st->pagelen, PROT_READ | PROT_WRITE,
-			MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (st->page == MAP_FAILED) {
-		st->page = NULL;
+	st->map = mmap(NULL, 2 * st->pagelen, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (st->map == MAP_FAILED) {
+		st->map = NULL;
 		return -1;
 	}
+	/* Present: only the second page faults. */
+	memset(st->map, 0, st->pagelen);
+	st->page = (char *)st->map + st->pagelen;
 	reg.range.start = (unsigned long)st->page;
 	reg.range.len = st->pagelen;
 	return ioctl(st->uffd, UFFDIO_REGISTER, &reg) ? -1 : 0;
@@ -287,16 +341,34 @@ static int stall_start(struct stall *st, enum stall_call call, int fd,
 			st->pagelen ? 0 : -1;
 }
 
-/* Resolves the fault (a zero page) and waits for the call to return. */
+/*
+ * Resolves the fault and waits for the call to return.  The page comes
+ * zeroed, or for a filter with a program that takes every packet.
+ */
 static void stall_release(struct stall *st)
 {
 	struct uffdio_zeropage zp = {
 		.range = { (unsigned long)st->page, st->pagelen },
 	};
+	struct sock_filter *prog = NULL;
+	struct uffdio_copy cp = {
+		.dst = (unsigned long)st->page,
+		.len = st->pagelen,
+	};
 
 	if (st->page && !st->released) {
 		st->released = true;
-		ioctl(st->uffd, UFFDIO_ZEROPAGE, &zp);
+		if (st->call == STALL_ATTACH_FILTER)
+			prog = calloc(1, st->pagelen);
+		if (prog) {
+			prog[0] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K,
+							       0xffffffff);
+			cp.src = (unsigned long)prog;
+			ioctl(st->uffd, UFFDIO_COPY, &cp);
+			free(prog);
+		} else {
+			ioctl(st->uffd, UFFDIO_ZEROPAGE, &zp);
+		}
 	}
 	if (st->running) {
 		st->running = false;
@@ -307,8 +379,8 @@ static void stall_release(struct stall *st)
 static void stall_fini(struct stall *st)
 {
 	stall_release(st);
-	if (st->page)
-		munmap(st->page, st->pagelen);
+	if (st->map)
+		munmap(st->map, 2 * st->pagelen);
 	if (st->uffd > 0)
 		close(st->uffd);
 }
@@ -386,7 +458,27 @@ FIXTURE_TEARDOWN(stall)
 /* A listener's calls stall where they copy: setsockopt only. */
 FIXTURE(listener_stall) {
 	struct stall st;
-	int fds[3];
+	int fds[6];
+};
+
+FIXTURE_VARIANT(listener_stall) {
+	enum stall_call call;
+	/* The listener's lock may be held: its accept waits for the stall. */
+	bool locked;
+};
+
+FIXTURE_VARIANT_ADD(listener_stall, ip_options) {
+	.call = STALL_SETSOCKOPT,
+};
+
+FIXTURE_VARIANT_ADD(listener_stall, attach_filter) {
+	.call = STALL_ATTACH_FILTER,
+	.locked = true,
+};
+
+FIXTURE_VARIANT_ADD(listener_stall, linger) {
+	.call = STALL_LINGER,
+	.locked = true,
 };
 
 FIXTURE_SETUP(listener_stall)
@@ -470,28 +562,107 @@ TEST_F_TIMEOUT(stall, connected, TEST_S)
 		SKIP(return, "rping (rdmacm-utils) is not installed");
 }
 
+/*
+ * The accept queue of listener @fd, as /proc/net/afrdma lists it without
+ * the listener's lock; -1 if it is not listed.
+ */
+static int listener_queue(int fd)
+{
+	unsigned long ino, want;
+	char line[512], state[16];
+	struct stat stb;
+	unsigned int q;
+	int ret = -1;
+	FILE *f;
+
+	if (fstat(fd, &stb))
+		return -1;
+	want = stb.st_ino;
+	f = fopen("/proc/net/afrdma", "r");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "%15s %*s %*s %*s %u %*u %*u %lu", state, &q,
+			   &ino) == 3 && ino == want &&
+		    !strcmp(state, "LISTEN"))
+			ret = (int)q;
+	fclose(f);
+	return ret;
+}
+
 TEST_F_TIMEOUT(listener_stall, setsockopt, TEST_S)
 {
 	int *lfd = &self->fds[0], *cfd = &self->fds[1], *sfd = &self->fds[2];
+	int *lfd2 = &self->fds[3], *cfd2 = &self->fds[4], *sfd2 = &self->fds[5];
+	unsigned short port, port2;
 	const char *why = "";
-	unsigned short port;
+	char msg[] = "early";
+	char got[sizeof(msg)];
+	int queued, rping;
 	double end;
 
 	*lfd = rdma_listener(&port);
 	ASSERT_LE(0, *lfd) TH_LOG("listener: %s", strerror(errno));
-	ASSERT_EQ(0, stall_start(&self->st, STALL_SETSOCKOPT, *lfd,
+	*lfd2 = rdma_listener(&port2);
+	ASSERT_LE(0, *lfd2) TH_LOG("second listener: %s", strerror(errno));
+	ASSERT_EQ(0, stall_start(&self->st, variant->call, *lfd,
 				 scale(CONNECT_S)))
 		TH_LOG("the call did not reach the page");
 
 	end = now() + scale(CONNECT_S);
-	ASSERT_EQ(0, rdma_pair(*lfd, port, end, cfd, sfd, &why))
+	if (!variant->locked) {
+		ASSERT_EQ(0, rdma_pair(*lfd, port, end, cfd, sfd, &why))
+			TH_LOG("connect to the stalled listener: %s: %s", why,
+			       strerror(errno));
+		ASSERT_EQ(0, xfer(*cfd, *sfd, end, &why)) TH_LOG("%s", why);
+		stall_release(&self->st);
+		EXPECT_EQ(0, self->st.ret) TH_LOG("setsockopt: %s",
+						  strerror(self->st.err));
+		return;
+	}
+
+	/*
+	 * Neither poll() nor accept() on the listener: they would wait for
+	 * its lock.  The connect completes, and the connection is queued,
+	 * without it; data sent now waits in the new socket.
+	 */
+	ASSERT_EQ(0, rdma_connect_by(port, end, cfd, &why))
 		TH_LOG("connect to the stalled listener: %s: %s", why,
 		       strerror(errno));
-	ASSERT_EQ(0, xfer(*cfd, *sfd, end, &why)) TH_LOG("%s", why);
+	ASSERT_EQ((ssize_t)sizeof(msg), send(*cfd, msg, sizeof(msg),
+					     MSG_DONTWAIT | MSG_NOSIGNAL))
+		TH_LOG("send before the accept: %s", strerror(errno));
+	while ((queued = listener_queue(*lfd)) < 1 && now() < end)
+		usleep(10000);
+	ASSERT_EQ(1, queued) TH_LOG("the accept queue of the stalled listener");
 
+	/* Everyone else goes on. */
+	end = now() + scale(CONNECT_S);
+	ASSERT_EQ(0, rdma_pair(*lfd2, port2, end, cfd2, sfd2, &why))
+		TH_LOG("pair during the stall: %s: %s", why, strerror(errno));
+	ASSERT_EQ(0, xfer(*cfd2, *sfd2, end, &why)) TH_LOG("%s", why);
+	rping = rping_ok(scale(RPING_S), &why);
+	ASSERT_GE(0, rping) TH_LOG("during the stall: %s", why);
+
+	/* Released, the listener hands over the connection and its data. */
 	stall_release(&self->st);
 	EXPECT_EQ(0, self->st.ret) TH_LOG("setsockopt: %s",
 					  strerror(self->st.err));
+	end = now() + scale(CONNECT_S);
+	ASSERT_TRUE(wait_for(*lfd, POLLIN, ms_left(end)) & POLLIN)
+		TH_LOG("nothing to accept once released");
+	*sfd = accept4(*lfd, NULL, NULL, SOCK_CLOEXEC);
+	ASSERT_LE(0, *sfd) TH_LOG("accept: %s", strerror(errno));
+	fcntl(*cfd, F_SETFL, 0);
+	ASSERT_TRUE(wait_for(*sfd, POLLIN, ms_left(end)) & POLLIN)
+		TH_LOG("the data sent before the accept never came");
+	ASSERT_EQ((ssize_t)sizeof(got), recv(*sfd, got, sizeof(got),
+					     MSG_WAITALL));
+	EXPECT_EQ(0, memcmp(got, msg, sizeof(msg)));
+	ASSERT_EQ(0, xfer(*cfd, *sfd, end, &why)) TH_LOG("%s", why);
+	ASSERT_EQ(0, xfer(*sfd, *cfd, end, &why)) TH_LOG("%s", why);
+	if (rping > 0 && !_metadata->exit_code)
+		SKIP(return, "rping (rdmacm-utils) is not installed");
 }
 
 /*

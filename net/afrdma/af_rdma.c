@@ -102,6 +102,7 @@ static int afrdma_init_sock(struct sock *sk)
 
 	sock_lock_init_class_and_name(sk, "slock-AF_RDMA", &afrdma_slock_key,
 				      "sk_lock-AF_RDMA", &afrdma_sk_lock_key);
+	spin_lock_init(&ars->accept_lock);
 	INIT_LIST_HEAD(&ars->accept_node);
 	INIT_LIST_HEAD(&ars->accept_q);
 	INIT_LIST_HEAD(&ars->syn_q);
@@ -160,7 +161,12 @@ static void afrdma_sk_clone_owner(struct sock *sk, const struct sock *parent)
 #endif
 }
 
-/* A connection accepted by @parent, before anyone has accepted it. */
+/*
+ * A connection accepted by @parent, before anyone has accepted it.  For a
+ * REQ @parent is not locked (cm.c): as sk_clone_lock() copies TCP's
+ * listener for a SYN, each option is read whole, and one that a
+ * setsockopt() changes meanwhile comes old or new.
+ */
 struct sock *afrdma_sk_clone(struct sock *parent)
 {
 	struct sock *sk;
@@ -174,11 +180,12 @@ struct sock *afrdma_sk_clone(struct sock *parent)
 	sk->sk_type = parent->sk_type;
 	sk->sk_protocol = parent->sk_protocol;
 	sk->sk_uid = parent->sk_uid;
-	sk->sk_sndbuf = parent->sk_sndbuf;
-	sk->sk_rcvbuf = parent->sk_rcvbuf;
-	sk->sk_userlocks = parent->sk_userlocks;
-	sk->sk_rcvtimeo = parent->sk_rcvtimeo;
-	sk->sk_sndtimeo = parent->sk_sndtimeo;
+	sk->sk_sndbuf = READ_ONCE(parent->sk_sndbuf);
+	sk->sk_rcvbuf = READ_ONCE(parent->sk_rcvbuf);
+	/* A bit-field on 6.1, which data_race() cannot take as it is */
+	sk->sk_userlocks = data_race((u8)parent->sk_userlocks);
+	sk->sk_rcvtimeo = READ_ONCE(parent->sk_rcvtimeo);
+	sk->sk_sndtimeo = READ_ONCE(parent->sk_sndtimeo);
 	if (sock_flag(parent, SOCK_KEEPOPEN))
 		sock_set_flag(sk, SOCK_KEEPOPEN);
 	if (sock_flag(parent, SOCK_ZEROCOPY))
@@ -609,13 +616,19 @@ static int afrdma_listen(struct socket *sock, int backlog)
 	err = afrdma_fb_listen(sk, backlog);
 	if (err)
 		goto out;
+	/*
+	 * Listening before rdma_listen(), whose first REQ may come at once:
+	 * rdma_cm's handler reads the state without our lock (cm.c).  None
+	 * comes if it fails.
+	 */
+	WRITE_ONCE(sk->sk_max_ack_backlog, backlog);
+	afrdma_set_state(sk, TCP_LISTEN);
 	err = ars->tcp_only ? 0 : rdma_listen(ars->cm_id, backlog);
 	if (err) {
+		afrdma_set_state(sk, TCP_CLOSE);
 		afrdma_fb_unlisten(sk);
 		goto out;
 	}
-	WRITE_ONCE(sk->sk_max_ack_backlog, backlog);
-	afrdma_set_state(sk, TCP_LISTEN);
 out:
 	release_sock(sk);
 	return err;
@@ -671,10 +684,13 @@ static int afrdma_accept(AFRDMA_ACCEPT_PARAMS)
 		sk_wait_event(sk, &timeo, afrdma_accept_ready(sk), &wait);
 		remove_wait_queue(sk_sleep(sk), &wait);
 	}
+	/* Children are queued under accept_lock alone (cm.c). */
+	spin_lock(&ars->accept_lock);
 	child = list_first_entry(&ars->accept_q, struct afrdma_sock,
 				 accept_node);
 	list_del_init(&child->accept_node);
 	WRITE_ONCE(ars->accept_len, ars->accept_len - 1);
+	spin_unlock(&ars->accept_lock);
 	release_sock(sk);
 
 	newsk = &child->inet.sk;
@@ -833,20 +849,24 @@ static int afrdma_ioctl(struct socket *sock, unsigned int cmd,
 
 /*
  * Takes the connections not yet accepted, for afrdma_listen_drop(), in any
- * state: a listener whose device went is in TCP_CLOSE with its queue.
+ * state: a listener whose device went is in TCP_CLOSE with its queue.  No
+ * more come once the socket has left TCP_LISTEN (cm.c).
  */
 static void afrdma_accept_q_take(struct sock *sk, struct list_head *children)
 {
 	struct afrdma_sock *ars = afrdma_sk(sk);
 
+	spin_lock(&ars->accept_lock);
 	list_splice_init(&ars->accept_q, children);
 	WRITE_ONCE(ars->accept_len, 0);
+	spin_unlock(&ars->accept_lock);
 }
 
 /*
  * Stops a listener: it takes no more connections and drops those not yet
  * accepted.  The socket is locked; afrdma_listen_drop() finishes the job
- * once it is not.
+ * once it is not.  Out of TCP_LISTEN first: rdma_cm's handler queues
+ * children without the socket lock, only while the listener listens.
  */
 static struct rdma_cm_id *afrdma_listen_stop(struct sock *sk,
 					     struct list_head *children)
@@ -854,13 +874,13 @@ static struct rdma_cm_id *afrdma_listen_stop(struct sock *sk,
 	struct afrdma_sock *ars = afrdma_sk(sk);
 	struct rdma_cm_id *id;
 
+	afrdma_set_state(sk, TCP_CLOSE);
 	afrdma_accept_q_take(sk, children);
 	afrdma_cm_syn_flush(sk);
 	id = afrdma_cm_take_id(sk);
 	ars->bound = false;
 	WRITE_ONCE(ars->tcp_only, false);
 	afrdma_fb_unlisten(sk);
-	afrdma_set_state(sk, TCP_CLOSE);
 	return id;
 }
 

@@ -351,7 +351,8 @@ struct afrdma_conn {
  *
  * Locking: the socket lock covers every field; the rdma_cm handler owns
  * the socket too, but only if it can without waiting (cm.c).  A
- * listener's queues are under the listener's lock.
+ * listener's queues are under its accept_lock as well, which is all
+ * rdma_cm's handler takes of a listener.
  */
 struct afrdma_sock {
 	struct inet_sock	inet;
@@ -374,13 +375,22 @@ struct afrdma_sock {
 	struct work_struct	cm_work;
 	struct afrdma_conn	*conn;		/* cleared under socks lock too */
 	struct sock		*parent;	/* handshake in progress */
+	/*
+	 * A listener's queues (accept_q, syn_q, their lengths) change under
+	 * it, and, on every socket, what a REQ's child copies of its
+	 * listener that is more than a word (tcp_opt, tcp_congestion,
+	 * cred).  Held across nothing that sleeps: rdma_cm's handler takes
+	 * it for a REQ instead of the listener's lock (cm.c).  Taken last,
+	 * never two at once.
+	 */
+	spinlock_t		accept_lock;
 	struct list_head	accept_node;	/* on the parent's syn_q or accept_q */
 	struct list_head	accept_q;	/* listener: ready to accept */
 	unsigned int		accept_len;
 	/*
-	 * Listener: its children in the handshake, on syn_q, under its lock.
-	 * A child is there from its REQ until its first event after the
-	 * REP, or until syn_timer drops it (cm.c).
+	 * Listener: its children in the handshake, on syn_q.  A child is
+	 * there from its REQ until its first event after the REP, or until
+	 * syn_timer drops it (cm.c).
 	 */
 	struct list_head	syn_q;
 	unsigned int		pending_len;
@@ -482,7 +492,7 @@ int afrdma_put_addr(struct sock *sk, struct sockaddr *uaddr,
 /* sockopt.c */
 int afrdma_tcp_opt_index(int name);
 void afrdma_sockopt_init(struct sock *sk);
-void afrdma_sockopt_clone(struct sock *sk, const struct sock *parent);
+void afrdma_sockopt_clone(struct sock *sk, struct sock *parent);
 void afrdma_sockopt_set_cred(struct sock *sk, const struct cred *cred);
 void afrdma_sockopt_to_tcp(struct sock *sk, struct socket *tcp);
 int afrdma_setsockopt(struct socket *sock, int level, int optname,

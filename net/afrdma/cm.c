@@ -15,19 +15,32 @@
  * socket (afrdma_cm_refusal()).  A socket whose cm_id no longer matches the
  * event's id has let go of it and ignores the event.
  *
- * The one exception is a listener's CONNECT_REQUEST: it waits for the
- * listener's lock, because deferring it would need the new id answered
- * later, and only -ENOMEM drops a REQ without a REJ.  A listener's lock is
- * therefore never held across a user copy that may wait (sockopt.c
- * copies options in before it locks, and out after), nor across anything
- * slow: accept() replays the options on a TCP client's socket after
- * unlocking the listener, since a TCP_CONGESTION name may load a module
- * (fallback.c).
+ * A listener's CONNECT_REQUEST, and a child's events that end its
+ * handshake, never take the listener's lock at all, as TCP's lockless
+ * listener takes none for a SYN: its owner may hold it across a user copy
+ * the core makes (6.1's SOL_SOCKET options, SO_ATTACH_FILTER's program).
+ * They take the listener's accept_lock, a spinlock over its queues that
+ * is held across nothing that sleeps, read its state and backlog with
+ * READ_ONCE(), and clone the child from it without its lock, as sk_clone_lock()
+ * does (afrdma_sk_clone()).  A listener that stops leaves TCP_LISTEN
+ * before it takes its queues under accept_lock: a REQ that still found it
+ * listening there has queued its child, which the stop reaps; one after
+ * refuses the peer with a REJ.
+ *
+ * Deferring the REQ instead is allowed (rdma_cm sends an MRA when the
+ * handler returns 0 unanswered, and rdma_accept() may come later under
+ * rdma_lock_handler()), but is no smaller and not as good: the peer would
+ * still wait for as long as the listener's owner; the new id's events (a
+ * REJ, device removal) would come before any socket is theirs, and device
+ * removal would wait for the listener's lock; the half-open bounds would
+ * have to count queued requests without the lock all the same.
  *
  * Lock order: the socket, then the handler mutex of its id (afrdma_cm_work()
- * for ROUTE_RESOLVED); the handler mutexes rdma_cm holds for a REQ, then the
- * listener (subclass 1), then the new child (subclass 2); a child, then its
- * listener (subclass 1).  The handler's own trylocks add no order.
+ * for ROUTE_RESOLVED, and rdma_destroy_id()); the handler mutexes rdma_cm
+ * holds for a REQ, then the new child (subclass 1: lockdep cannot tell it
+ * from a connecting socket, and it never gets ROUTE_RESOLVED); a
+ * listener's accept_lock after everything else.  The handler's own
+ * trylocks add no order.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -40,9 +53,8 @@
 
 #include "afrdma.h"
 
-/* The listener a REQ or a child's event locks, and a REQ's new child */
-#define AFRDMA_NEST_LISTENER	SINGLE_DEPTH_NESTING
-#define AFRDMA_NEST_NEW_CHILD	(SINGLE_DEPTH_NESTING + 1)
+/* A REQ's new child, locked under the handler mutexes rdma_cm holds */
+#define AFRDMA_NEST_NEW_CHILD	SINGLE_DEPTH_NESTING
 
 /*
  * A copy of a deferred event: what the handling reads from it.  Our
@@ -282,8 +294,8 @@ struct rdma_cm_id *afrdma_cm_take_id(struct sock *sk)
 
 /*
  * Destroys an id that afrdma_cm_take_id() returned (or NULL), and drops
- * the socket reference it held.  @sk is not locked: rdma_destroy_id()
- * waits for the id's handler, and a listener's waits for the lock.
+ * the socket reference it held, perhaps the last.  rdma_destroy_id()
+ * waits for the id's handler, which waits for no socket lock.
  */
 void afrdma_cm_put_id(struct sock *sk, struct rdma_cm_id *id)
 {
@@ -597,7 +609,7 @@ static void afrdma_cm_peer_key(const struct rdma_cm_id *id,
 	}
 }
 
-/* Whether @lsk may take one more half-open child from @key.  Locked. */
+/* Whether @lsk may take one more half-open child from @key: accept_lock */
 static bool afrdma_cm_syn_room(struct sock *lsk, const struct in6_addr *key)
 {
 	const struct afrdma_net *an = afrdma_net(sock_net(lsk));
@@ -613,22 +625,37 @@ static bool afrdma_cm_syn_room(struct sock *lsk, const struct in6_addr *key)
 	return true;
 }
 
-static void afrdma_cm_syn_add(struct sock *lsk, struct sock *sk)
+/*
+ * Queues @sk, locked, on @lsk's syn_q, if @lsk still listens: false if it
+ * stopped since the REQ came (afrdma_listen_stop()).
+ */
+static bool afrdma_cm_syn_add(struct sock *lsk, struct sock *sk)
 {
+	struct afrdma_sock *lars = afrdma_sk(lsk);
 	struct afrdma_sock *ars = afrdma_sk(sk);
 	unsigned int ms;
 
-	list_add_tail(&ars->accept_node, &afrdma_sk(lsk)->syn_q);
-	afrdma_sk(lsk)->pending_len++;
+	spin_lock(&lars->accept_lock);
+	if (READ_ONCE(lsk->sk_state) != TCP_LISTEN) {
+		spin_unlock(&lars->accept_lock);
+		return false;
+	}
+	list_add_tail(&ars->accept_node, &lars->syn_q);
+	lars->pending_len++;
 	atomic_inc(&afrdma_net(sock_net(lsk))->half_open);
 	ms = READ_ONCE(afrdma_net(sock_net(lsk))->half_open_timeout_ms);
 	sock_hold(sk);
 	if (!queue_delayed_work(afrdma_wq, &ars->syn_timer,
 				msecs_to_jiffies(ms)))
 		sock_put(sk);
+	spin_unlock(&lars->accept_lock);
+	return true;
 }
 
-/* @sk's handshake is over.  Both locked; the caller stops syn_timer. */
+/*
+ * @sk's handshake is over.  @sk is locked, @lsk's accept_lock held; the
+ * caller stops syn_timer.
+ */
 static void afrdma_cm_syn_del(struct sock *lsk, struct sock *sk)
 {
 	list_del_init(&afrdma_sk(sk)->accept_node);
@@ -653,9 +680,9 @@ static void afrdma_cm_syn_timeout(struct work_struct *work)
 	lock_sock(sk);
 	parent = ars->parent;
 	if (parent && sk->sk_state == TCP_SYN_RECV) {
-		lock_sock_nested(parent, AFRDMA_NEST_LISTENER);
+		spin_lock(&afrdma_sk(parent)->accept_lock);
 		afrdma_cm_syn_del(parent, sk);
-		release_sock(parent);
+		spin_unlock(&afrdma_sk(parent)->accept_lock);
 		ars->parent = NULL;
 		sock_put(parent);
 		id = afrdma_cm_take_id(sk);
@@ -676,17 +703,21 @@ static void afrdma_cm_syn_timeout(struct work_struct *work)
 
 /*
  * A listener stops: its half-open children go now rather than at their
- * bound.  Each queued run of syn_timer holds its own reference.  Locked.
+ * bound.  Each queued run of syn_timer holds its own reference.  Locked,
+ * and out of TCP_LISTEN: no REQ queues a child after this.
  */
 void afrdma_cm_syn_flush(struct sock *lsk)
 {
+	struct afrdma_sock *lars = afrdma_sk(lsk);
 	struct afrdma_sock *child;
 
-	list_for_each_entry(child, &afrdma_sk(lsk)->syn_q, accept_node) {
+	spin_lock(&lars->accept_lock);
+	list_for_each_entry(child, &lars->syn_q, accept_node) {
 		sock_hold(&child->inet.sk);
 		if (mod_delayed_work(afrdma_wq, &child->syn_timer, 0))
 			sock_put(&child->inet.sk);
 	}
+	spin_unlock(&lars->accept_lock);
 }
 
 /* The events that end a child's handshake, which need its listener */
@@ -707,8 +738,8 @@ static bool afrdma_cm_child_wants(enum rdma_cm_event_type event)
 }
 
 /*
- * An accepted connection before it is established: @sk is the child, and
- * the caller owns it and its listener, @parent, which this releases.
+ * An accepted connection before it is established: @sk is the child, which
+ * the caller owns.  Of its listener, @parent, only accept_lock is taken.
  */
 static int afrdma_cm_child_event(struct sock *sk, struct sock *parent,
 				 struct rdma_cm_event *ev)
@@ -727,19 +758,26 @@ static int afrdma_cm_child_event(struct sock *sk, struct sock *parent,
 	/* Its send buffers, left out while it was half-open. */
 	if (up && ars->conn && afrdma_conn_alloc_tx(ars->conn))
 		up = false;
+	/*
+	 * A stopping listener leaves TCP_LISTEN before it takes accept_q.
+	 * Whoever takes @sk off it locks @sk first: we finish it meanwhile.
+	 */
+	spin_lock(&pars->accept_lock);
 	afrdma_cm_syn_del(parent, sk);
-	if (up && parent->sk_state == TCP_LISTEN) {
+	if (up && READ_ONCE(parent->sk_state) == TCP_LISTEN) {
+		list_add_tail(&ars->accept_node, &pars->accept_q);
+		WRITE_ONCE(pars->accept_len, pars->accept_len + 1);
+		queued = true;
+	}
+	spin_unlock(&pars->accept_lock);
+	if (queued) {
 		WRITE_ONCE(ars->transport, AFRDMA_TRANSPORT_RDMA);
 		afrdma_set_state(sk, TCP_ESTABLISHED);
 		if (ars->conn && !closed && sock_flag(sk, SOCK_KEEPOPEN))
 			afrdma_ka_set(ars->conn, true);
 		afrdma_inc_stats(sk, AFRDMA_MIB_PASSIVE_OPENS);
-		list_add_tail(&ars->accept_node, &pars->accept_q);
-		WRITE_ONCE(pars->accept_len, pars->accept_len + 1);
-		queued = true;
 		parent->sk_data_ready(parent);
 	}
-	release_sock(parent);
 	ars->parent = NULL;
 	sock_put(parent);
 	/* The id still holds the socket: this is not the last reference. */
@@ -771,51 +809,48 @@ static int afrdma_cm_request(struct sock *lsk, struct rdma_cm_id *id,
 	struct afrdma_sock *ars;
 	struct in6_addr key;
 	struct sock *sk;
-	int err;
+	int err = 0;
 
-	/*
-	 * The one wait in the handler: see the top of this file.  Nested
-	 * only for lockdep, which cannot tell this listener from the
-	 * connecting socket whose lock afrdma_cm_work() holds around
-	 * rdma_lock_handler(): a listener's id never gets ROUTE_RESOLVED.
-	 */
-	lock_sock_nested(lsk, AFRDMA_NEST_LISTENER);
-	if (lsk->sk_state != TCP_LISTEN ||
+	/* Not the listener's lock: see the top of this file. */
+	if (READ_ONCE(lsk->sk_state) != TCP_LISTEN ||
 	    afrdma_parse_cm_priv(ev->param.conn.private_data,
 				 ev->param.conn.private_data_len, &peer))
-		goto reject;
+		return 1;
 	/*
 	 * A full queue drops the request, as TCP drops the SYN, where a REJ
 	 * would refuse a connect to a live listener: for -ENOMEM ib_cm sends
 	 * no REJ, and the client's CM sends the REQ again.  Half-open
 	 * children have bounds of their own (afrdma_cm_syn_room()), so that
-	 * requests never completed do not fill the accept queue.
+	 * requests never completed do not fill the accept queue.  The child
+	 * is queued later: ib_cm and iw_cm each handle one REQ at a time, so
+	 * only the other kind's can pass the same room meanwhile.
 	 */
-	if (lars->accept_len >= max_t(u32, READ_ONCE(lsk->sk_max_ack_backlog), 1)) {
-		release_sock(lsk);
-		return -ENOMEM;
-	}
 	afrdma_cm_peer_key(id, &key);
-	if (!afrdma_cm_syn_room(lsk, &key)) {
+	spin_lock(&lars->accept_lock);
+	if (lars->accept_len >= max_t(u32, READ_ONCE(lsk->sk_max_ack_backlog), 1)) {
+		err = -ENOMEM;
+	} else if (!afrdma_cm_syn_room(lsk, &key)) {
 		afrdma_inc_stats(lsk, AFRDMA_MIB_HALF_OPEN_DROPS);
-		release_sock(lsk);
-		return -ENOMEM;
+		err = -ENOMEM;
 	}
+	spin_unlock(&lars->accept_lock);
+	if (err)
+		return err;
 	/* As TCP drops a SYN it has no memory for: the peer tries again. */
 	if (afrdma_mem_full()) {
 		afrdma_inc_stats(lsk, AFRDMA_MIB_MEMORY_DROPS);
-		release_sock(lsk);
 		return -ENOMEM;
 	}
 
 	sk = afrdma_sk_clone(lsk);
 	if (!sk)
-		goto reject;
+		return 1;
 	ars = afrdma_sk(sk);
 	/*
 	 * Once attached to its device the connection can be reset by the
-	 * device's removal (afrdma_conn_abort() locks the child): hold the
-	 * child until it is accepted or dropped.
+	 * device's removal (afrdma_conn_abort() locks the child), and once
+	 * on syn_q by the listener's stop: hold the child until it is
+	 * queued or dropped.
 	 */
 	lock_sock_nested(sk, AFRDMA_NEST_NEW_CHILD);
 	ars->syn_peer = key;
@@ -831,30 +866,36 @@ static int afrdma_cm_request(struct sock *lsk, struct rdma_cm_id *id,
 
 	afrdma_cm_conn_param(&param, &priv, conn, &ev->param.conn);
 	err = rdma_accept(id, &param);
-	if (err) {
-		afrdma_conn_teardown(conn);
-		goto drop;
-	}
+	if (err)
+		goto teardown;
 
+	ars->parent = lsk;
+	sock_hold(lsk);
+	if (!afrdma_cm_syn_add(lsk, sk)) {
+		/*
+		 * The listener stopped since the REQ came, and will not reap
+		 * this child: as rdma_cm destroys the id, ib_cm answers our
+		 * REP with a REJ.  The listener's id still holds it.
+		 */
+		ars->parent = NULL;
+		sock_put(lsk);
+		goto teardown;
+	}
 	/* From here on the child's own events drive it. */
 	afrdma_diag_set_cm(sk, id);
 	id->context = sk;
 	afrdma_cm_set_id(sk, id);
 	sock_hold(sk);
-	ars->parent = lsk;
-	sock_hold(lsk);
-	afrdma_cm_syn_add(lsk, sk);
 	release_sock(sk);
-	release_sock(lsk);
 	return 0;
 
+teardown:
+	afrdma_conn_teardown(conn);
 drop:
 	afrdma_set_state(sk, TCP_CLOSE);
 	sock_set_flag(sk, SOCK_DEAD);
 	release_sock(sk);
 	sock_put(sk);
-reject:
-	release_sock(lsk);
 	/* Non-zero: rdma_cm destroys the new id, which rejects the peer. */
 	return 1;
 }
@@ -978,7 +1019,7 @@ static void afrdma_cm_kick(struct sock *sk)
 		sock_put(sk);
 }
 
-/* @sk is ours: queue @ev after whatever waits already. */
+/* An event the handler owns @sk for, but leaves to afrdma_cm_work(). */
 static void afrdma_cm_defer(struct sock *sk, struct rdma_cm_id *id,
 			    const struct rdma_cm_event *ev)
 {
@@ -989,22 +1030,6 @@ static void afrdma_cm_defer(struct sock *sk, struct rdma_cm_id *id,
 	spin_unlock_bh(&sk->sk_lock.slock);
 	kfree(e);
 	afrdma_cm_kick(sk);
-}
-
-/* lock_sock() that never waits: true if @sk is ours now. */
-static bool afrdma_cm_try_own(struct sock *sk, int subclass)
-{
-	bool owned;
-
-	spin_lock_bh(&sk->sk_lock.slock);
-	owned = !sock_owned_by_user_nocheck(sk);
-	if (owned)
-		sk->sk_lock.owned = 1;
-	spin_unlock_bh(&sk->sk_lock.slock);
-	/* As lock_sock() does, as a trylock; release_sock() releases it. */
-	if (owned)
-		mutex_acquire(&sk->sk_lock.dep_map, subclass, 1, _RET_IP_);
-	return owned;
 }
 
 enum {
@@ -1094,22 +1119,20 @@ static struct rdma_cm_id *afrdma_cm_next(struct sock *sk,
  * Handles one deferred event, with the same code as the handler, in order.
  * Socket first, then the handler mutex (rdma_connect_locked() needs it),
  * never the other way: this work must not wait for a lock a program holds
- * while it holds what rdma_cm's own work needs.  A child's listener may be
- * waited for here: its lock is never held across a user copy that may
- * wait.  Where the handler would have had rdma_cm destroy the id, this
- * destroys it.  False once nothing is left.
+ * while it holds what rdma_cm's own work needs.  Where the handler would
+ * have had rdma_cm destroy the id, this destroys it.  False once nothing
+ * is left.
  */
 static bool afrdma_cm_work_one(struct sock *sk)
 {
 	struct afrdma_sock *ars = afrdma_sk(sk);
 	struct rdma_cm_event ev;
 	struct rdma_cm_id *id;
-	bool locked, listener;
 	struct sock *parent;
+	bool locked;
 	int ret = 0;
 
 	lock_sock(sk);
-	listener = sk->sk_state == TCP_LISTEN;
 	id = afrdma_cm_next(sk, &ev);
 	if (!id) {
 		release_sock(sk);
@@ -1122,10 +1145,8 @@ static bool afrdma_cm_work_one(struct sock *sk)
 	}
 	parent = ars->parent;
 	if (parent) {
-		if (afrdma_cm_child_wants(ev.event)) {
-			lock_sock_nested(parent, AFRDMA_NEST_LISTENER);
+		if (afrdma_cm_child_wants(ev.event))
 			ret = afrdma_cm_child_event(sk, parent, &ev);
-		}
 	} else {
 		locked = ev.event == RDMA_CM_EVENT_ROUTE_RESOLVED;
 		if (locked)
@@ -1136,20 +1157,16 @@ static bool afrdma_cm_work_one(struct sock *sk)
 	}
 	/*
 	 * Let go of above: nothing else destroys it, or names it.  Before
-	 * the socket is released, unless it listens: a connect() after a
-	 * refused one binds the same port again, which the old id holds
-	 * until it is destroyed.  The id's handler never waits for this
-	 * socket's lock; a listening id's destruction waits for REQ
-	 * handlers, which wait for the listener's.
+	 * the socket is released: a connect() after a refused one binds the
+	 * same port again, which the old id holds until it is destroyed.
+	 * The id's handler never waits for this socket's lock, nor does a
+	 * listening id's REQ handler.
 	 */
-	if (ret && !listener)
+	if (ret)
 		rdma_destroy_id(id);
 	release_sock(sk);
-	if (ret) {
-		if (listener)
-			rdma_destroy_id(id);
+	if (ret)
 		afrdma_cm_put_refs(sk, ret);
-	}
 	return true;
 }
 
@@ -1191,13 +1208,8 @@ int afrdma_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 		afrdma_cm_defer(sk, id, ev);
 	else if (!parent)
 		ret = afrdma_cm_sock_event(sk, id, ev);
-	else if (!afrdma_cm_child_wants(ev->event))
-		ret = 0;
-	else if (afrdma_cm_try_own(parent, AFRDMA_NEST_LISTENER))
+	else if (afrdma_cm_child_wants(ev->event))
 		ret = afrdma_cm_child_event(sk, parent, ev);
-	else
-		/* Its listener is busy: the whole event waits for cm_work. */
-		afrdma_cm_defer(sk, id, ev);
 	release_sock(sk);
 
 	if (!ret)

@@ -477,10 +477,10 @@ int afrdma_fb_accept(struct sock *lsk, struct sock **newsk)
 }
 
 /*
- * The rest of afrdma_fb_accept(), with the listener unlocked: rdma_cm's
- * handler waits for a listener's lock (cm.c), and the replay of the
- * options may sleep long (a TCP_CONGESTION name may load a module, which
- * runs a user-mode helper).  @sk, the new socket, is locked.
+ * The rest of afrdma_fb_accept(), with the listener unlocked: the replay
+ * of the options may sleep long (a TCP_CONGESTION name may load a module,
+ * which runs a user-mode helper), and every other call on the listener
+ * (accept, poll, close) needs its lock.  @sk, the new socket, is locked.
  */
 void afrdma_fb_accepted(struct sock *sk)
 {

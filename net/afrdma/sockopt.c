@@ -96,7 +96,7 @@ void afrdma_sockopt_init(struct sock *sk)
 	afrdma_sockopt_set_cred(sk, current_cred());
 }
 
-/* Socket lock held, or @sk not yet visible. */
+/* @sk not yet visible: a REQ reads a listener's under accept_lock. */
 void afrdma_sockopt_set_cred(struct sock *sk, const struct cred *cred)
 {
 	struct afrdma_sock *ars = afrdma_sk(sk);
@@ -132,18 +132,29 @@ void afrdma_sockopt_to_tcp(struct sock *sk, struct socket *tcp)
 				     strlen(ars->tcp_congestion));
 }
 
-/* An accepted socket inherits its listener's options, as in TCP. */
-void afrdma_sockopt_clone(struct sock *sk, const struct sock *parent)
+/*
+ * An accepted socket inherits its listener's options, as in TCP.  For a
+ * REQ the listener is not locked (cm.c): accept_lock keeps its options
+ * whole, and its cred alive.  @sk is not visible yet.
+ */
+void afrdma_sockopt_clone(struct sock *sk, struct sock *parent)
 {
+	struct afrdma_sock *pars = afrdma_sk(parent);
 	struct afrdma_sock *ars = afrdma_sk(sk);
-	const struct afrdma_sock *pars = afrdma_sk(parent);
+	const struct cred *cred;
 
+	spin_lock(&pars->accept_lock);
 	memcpy(ars->tcp_opt, pars->tcp_opt, sizeof(ars->tcp_opt));
 	memcpy(ars->tcp_congestion, pars->tcp_congestion,
 	       sizeof(ars->tcp_congestion));
-	afrdma_sockopt_set_cred(sk, pars->cred);
-	sk->sk_ipv6only = parent->sk_ipv6only;
-	WRITE_ONCE(ars->fallback, pars->fallback);
+	cred = get_cred(pars->cred);
+	spin_unlock(&pars->accept_lock);
+	afrdma_sockopt_set_cred(sk, cred);
+	put_cred(cred);
+	/* Either value, if IPV6_V6ONLY races a REQ: the id has its own. */
+	sk->sk_ipv6only = data_race(!!parent->sk_ipv6only);
+	/* Fixed once the listener has its cm id (afrdma_set_rdma()) */
+	WRITE_ONCE(ars->fallback, READ_ONCE(pars->fallback));
 }
 
 static int afrdma_get_int(sockptr_t optval, unsigned int optlen, int *val)
@@ -247,6 +258,7 @@ static int afrdma_set_tcp(struct sock *sk, int optname, sockptr_t optval,
 			  unsigned int optlen)
 {
 	struct afrdma_sock *ars = afrdma_sk(sk);
+	const struct cred *cred;
 	int i, val, err;
 
 	if (optname == TCP_CONGESTION) {
@@ -262,10 +274,15 @@ static int afrdma_set_tcp(struct sock *sk, int optname, sockptr_t optval,
 		err = afrdma_congestion_check(sk, name, optlen);
 		if (err)
 			return err;
+		cred = get_current_cred();
 		lock_sock(sk);
+		/* A REQ copies both without the socket lock. */
+		spin_lock(&ars->accept_lock);
 		strscpy(ars->tcp_congestion, name, sizeof(ars->tcp_congestion));
-		afrdma_sockopt_set_cred(sk, current_cred());
+		swap(ars->cred, cred);
+		spin_unlock(&ars->accept_lock);
 		release_sock(sk);
+		put_cred(cred);
 		return 0;
 	}
 
@@ -280,7 +297,9 @@ static int afrdma_set_tcp(struct sock *sk, int optname, sockptr_t optval,
 	if (afrdma_tcp_opts[i].max == 1)
 		val = !!val;
 	lock_sock(sk);
-	ars->tcp_opt[i] = val;
+	spin_lock(&ars->accept_lock);
+	WRITE_ONCE(ars->tcp_opt[i], val);
+	spin_unlock(&ars->accept_lock);
 	/* These two change what the send path holds back, at once. */
 	if ((optname == TCP_CORK || optname == TCP_NODELAY) && ars->conn &&
 	    !ars->conn->torn)
@@ -489,10 +508,12 @@ static int afrdma_ipv6_get_sticky(struct sock *sk, int optname,
 /*
  * Every option is copied in before any lock is taken.  A program can stall
  * a copy from its memory for as long as it likes (userfaultfd, FUSE), and
- * the socket's lock must never be held meanwhile: rdma_cm's handler waits
- * for a listener's (cm.c), and ip_setsockopt(), ipv6_setsockopt() and
- * sock_setsockopt() copy under the lock.  Longer than any option the IP
- * layers take (IPV6_2292PKTOPTIONS, 64 KiB), an option is not copied whole.
+ * the socket's lock should not be held meanwhile: the socket's deferred
+ * rdma_cm events, and a device's removal, wait for it (cm.c), and
+ * ip_setsockopt(), ipv6_setsockopt() and sock_setsockopt() copy under
+ * the lock (SO_ATTACH_FILTER's program still is: a listener's REQs do
+ * not need its lock).  Longer than any option the IP layers take
+ * (IPV6_2292PKTOPTIONS, 64 KiB), an option is not copied whole.
  *
  * TCP reads only the bytes an option needs (an int's 4), so a program may
  * pass an optlen longer than its buffer, and its memory may end (unmapped,
